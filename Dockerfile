@@ -1,0 +1,114 @@
+# Container image of the products gateway (and, in the same image, the TLS
+# test upstream `mock-upstream` used by deploy/compose.yaml).
+#
+#   docker build -t products-gateway .
+#   docker run --rm -p 8080:8080 products-gateway          # embedded catalog
+#
+# Build stage: the official Swift image on Debian 12 (bookworm), the same
+# distribution as the runtime stage, so the libevent and OpenSSL the binary
+# was linked against are the ones it finds at run time. The tag matches the
+# toolchain the project is developed and tested with (Swift 6.3); the
+# manifest itself asks for tools 6.1 or later.
+
+# ================================
+# Build
+# ================================
+FROM swift:6.3-bookworm AS build
+
+# The C libraries the package links (Package.swift: CLibevent, COpenSSL).
+# pkg-config comes with the Swift image. Not pinned: the -dev packages must
+# match whatever bookworm's current runtime libraries are (installed unpinned
+# in the runtime stage, for their security updates).
+# hadolint ignore=DL3008
+RUN export DEBIAN_FRONTEND=noninteractive \
+    && apt-get update \
+    && apt-get install -y --no-install-recommends libevent-dev libssl-dev \
+    && rm -rf /var/lib/apt/lists/*
+
+WORKDIR /build
+
+# Resolve dependencies first, as a layer of its own: it is rebuilt only when
+# the manifest changes, not on every source edit. Only Package.swift is
+# copied: Package.resolved is not tracked by this project (see .gitignore and
+# .dockerignore), so the image resolves from the manifest's version ranges.
+COPY Package.swift ./
+RUN swift package resolve
+
+# Then the sources, and the two release binaries with the Swift standard
+# library linked in statically (libevent and OpenSSL stay dynamic system
+# libraries, installed in the runtime stage below).
+COPY Sources ./Sources
+COPY Tests ./Tests
+COPY openapi ./openapi
+RUN swift build -c release --static-swift-stdlib --product products-gateway \
+    && swift build -c release --static-swift-stdlib --product mock-upstream
+
+# Stage what the runtime image needs in one folder: the two binaries, any
+# SwiftPM resource bundles (*.resources, found next to the binaries at run
+# time), and the static backtracer, which lets a crash print a symbolicated
+# backtrace without the Swift runtime.
+WORKDIR /staging
+RUN bin="$(swift build --package-path /build -c release --show-bin-path)" \
+    && cp "$bin/products-gateway" "$bin/mock-upstream" ./ \
+    && cp /usr/libexec/swift/linux/swift-backtrace-static ./ \
+    && find -L "$bin/" -maxdepth 1 -name '*.resources' -exec cp -Ra {} ./ \;
+
+# ================================
+# Run
+# ================================
+FROM debian:bookworm-slim
+
+# Runtime libraries only:
+# - libevent-2.1-7 (libevent), libevent-openssl-2.1-7 and
+#   libevent-pthreads-2.1-7: the package links event, event_openssl and
+#   event_pthreads (Sources/CLibevent/module.modulemap), so all three must be
+#   present or the binary does not start;
+# - libssl3: OpenSSL 3 for the upstream TLS connections;
+# - ca-certificates: the system trust store the upstream certificate is
+#   verified against (unless ONSIDE_CA_FILE names another);
+# - tzdata: time zones for log timestamps.
+# Versions are not pinned: the bookworm security updates of these libraries
+# should be picked up on every rebuild.
+# hadolint ignore=DL3008
+RUN export DEBIAN_FRONTEND=noninteractive \
+    && apt-get update \
+    && apt-get install -y --no-install-recommends \
+        ca-certificates \
+        libevent-2.1-7 \
+        libevent-openssl-2.1-7 \
+        libevent-pthreads-2.1-7 \
+        libssl3 \
+        tzdata \
+    && rm -rf /var/lib/apt/lists/*
+
+# A fixed numeric, non-root user: Kubernetes' runAsNonRoot can check a
+# numeric UID (deploy/kubernetes/deployment.yaml runs as 10001 too).
+RUN groupadd --system --gid 10001 gateway \
+    && useradd --system --uid 10001 --gid 10001 --no-create-home \
+        --home-dir /nonexistent --shell /usr/sbin/nologin gateway
+
+WORKDIR /app
+COPY --from=build --chown=root:root /staging /app
+
+# The binaries are owned by root and read-only for the gateway user; the
+# process writes nothing to disk (the root filesystem may be read-only).
+ENV PATH="/app:${PATH}" \
+    GATEWAY_LISTEN=0.0.0.0:8080 \
+    LOG_FORMAT=json \
+    SWIFT_BACKTRACE=enable=yes,sanitize=yes,threads=all,images=all,interactive=no,swift-backtrace=/app/swift-backtrace-static
+
+USER 10001:10001
+EXPOSE 8080
+
+# Probes: no HEALTHCHECK instruction. The image has no curl or wget (nothing
+# beyond the runtime libraries is installed) and the binary has no health
+# subcommand, so the orchestrator probes over HTTP instead:
+#   liveness   GET /healthz  -> 200 while the process serves
+#   readiness  GET /readyz   -> 200 ready, 503 while starting or draining
+# deploy/kubernetes/deployment.yaml and deploy/compose.yaml document them.
+
+# SIGTERM (docker stop, Kubernetes) starts the graceful drain: /readyz turns
+# 503, calls in flight finish within GATEWAY_SHUTDOWN_GRACE_MS, exit 0.
+STOPSIGNAL SIGTERM
+ENTRYPOINT ["/app/products-gateway"]
+CMD ["serve"]

@@ -1,0 +1,99 @@
+// swift-tools-version:6.1
+import PackageDescription
+
+/// Settings every Swift target shares: Swift 6 language mode is the package
+/// default; these add the upcoming features we want enforced from day one.
+let strictSwift: [SwiftSetting] = [
+    .enableUpcomingFeature("ExistentialAny"),
+    .enableUpcomingFeature("MemberImportVisibility"),
+]
+
+let package = Package(
+    name: "products-gateway",
+    platforms: [.macOS(.v15)],
+    products: [
+        .executable(name: "products-gateway", targets: ["ProductsGatewayCLI"]),
+        .executable(name: "mock-upstream", targets: ["MockUpstreamCLI"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
+        .package(url: "https://github.com/apple/swift-metrics", from: "2.13.0"),
+        .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
+    ],
+    targets: [
+        // MARK: C libraries and the shim that makes their macros callable.
+        .systemLibrary(
+            name: "CLibevent",
+            pkgConfig: "libevent_openssl",
+            providers: [.apt(["libevent-dev"]), .brew(["libevent"])]
+        ),
+        .systemLibrary(
+            name: "COpenSSL",
+            pkgConfig: "openssl",
+            providers: [.apt(["libssl-dev"]), .brew(["openssl@3"])]
+        ),
+        .target(
+            name: "CGatewayShims",
+            dependencies: ["CLibevent", "COpenSSL"]
+        ),
+
+        // MARK: The one Swift layer that talks to C.
+        .target(
+            name: "EventTransport",
+            dependencies: ["CLibevent", "COpenSSL", "CGatewayShims"],
+            swiftSettings: strictSwift
+        ),
+
+        // MARK: Pure logic, no I/O.
+        .target(name: "JSONRPC", swiftSettings: strictSwift),
+        .target(name: "ProductsDomain", dependencies: ["JSONRPC"], swiftSettings: strictSwift),
+
+        // MARK: Composition: configuration, routes, upstream, metrics, logs.
+        .target(
+            name: "GatewayService",
+            dependencies: [
+                "EventTransport", "JSONRPC", "ProductsDomain",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
+            ],
+            resources: [.embedInCode("Resources/openapi.yaml")],
+            swiftSettings: strictSwift
+        ),
+        .executableTarget(
+            name: "ProductsGatewayCLI",
+            dependencies: [
+                "GatewayService",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: strictSwift
+        ),
+
+        // MARK: The TLS test upstream (tests, compose demo).
+        .target(
+            name: "MockUpstream",
+            dependencies: ["EventTransport", "JSONRPC", "ProductsDomain"],
+            swiftSettings: strictSwift
+        ),
+        .executableTarget(
+            name: "MockUpstreamCLI",
+            dependencies: [
+                "MockUpstream",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
+            swiftSettings: strictSwift
+        ),
+
+        // MARK: Tests.
+        .testTarget(name: "JSONRPCTests", dependencies: ["JSONRPC"], swiftSettings: strictSwift),
+        .testTarget(name: "ProductsDomainTests", dependencies: ["ProductsDomain", "JSONRPC"], swiftSettings: strictSwift),
+        .testTarget(name: "GatewayServiceTests", dependencies: ["GatewayService", "ProductsDomain", "JSONRPC"], swiftSettings: strictSwift),
+        .testTarget(
+            name: "IntegrationTests",
+            dependencies: ["GatewayService", "MockUpstream", "EventTransport", "JSONRPC", "ProductsDomain", "ProductsGatewayCLI", "MockUpstreamCLI"],
+            swiftSettings: strictSwift
+        ),
+    ]
+)

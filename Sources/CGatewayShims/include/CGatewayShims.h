@@ -1,0 +1,56 @@
+#ifndef CGATEWAYSHIMS_H
+#define CGATEWAYSHIMS_H
+
+/*
+ * Real functions for what Swift cannot import (macros, anonymous TAILQ
+ * members) and for socket set-up that is clearer in C. Every function is
+ * prefixed `gw_` and does one thing; the Swift layer in EventTransport is the
+ * only caller.
+ */
+
+#include <stddef.h>
+#include <stdint.h>
+
+/*
+ * Forward declarations only: including the libevent or OpenSSL headers here
+ * would define their types in a second Clang module, which conflicts with the
+ * CLibevent and COpenSSL system-library modules. The .c file includes them.
+ */
+struct ssl_st;
+struct ssl_ctx_st;
+struct evkeyval;
+struct evkeyvalq;
+
+/* SSL_set_tlsext_host_name is a macro over SSL_ctrl. Returns 1 on success. */
+int gw_ssl_set_sni_host_name(struct ssl_st *ssl, const char *host_name);
+
+/* SSL_CTX_set_min_proto_version is a macro: pin TLS 1.2 as the floor. */
+int gw_ssl_ctx_set_min_tls12(struct ssl_ctx_st *ctx);
+
+/* SSL_CTX_set_mode / SSL_CTX_set_options are macros. */
+void gw_ssl_ctx_harden(struct ssl_ctx_st *ctx);
+
+/* Header list iteration: evkeyval's TAILQ members are anonymous structs. */
+struct evkeyval *gw_headers_first(struct evkeyvalq *headers);
+struct evkeyval *gw_headers_next(struct evkeyval *header);
+
+/*
+ * Creates a non-blocking TCP listening socket on host:port with SO_REUSEADDR
+ * and SO_REUSEPORT set before bind (so several event loops can each own a
+ * listener on the same port). Returns the fd, or -1 with a message in
+ * `error` (NUL-terminated, at most error_len bytes).
+ */
+int gw_listen_tcp(const char *host, int port, int backlog, char *error, size_t error_len);
+
+/* The local port a socket is bound to, or -1. */
+int gw_socket_local_port(int fd);
+
+/* SO_LINGER {on, 0}: the next close sends RST (test upstream's reset fault). */
+int gw_socket_set_linger_zero(int fd);
+
+/* An eventfd used to wake an event loop from another thread. */
+int gw_eventfd_create(void);
+int gw_eventfd_signal(int fd);
+void gw_eventfd_drain(int fd);
+
+#endif

@@ -1,0 +1,105 @@
+#include "CGatewayShims.h"
+
+#include <sys/queue.h>
+#include <openssl/ssl.h>
+#include <event2/http.h>
+#include <event2/keyvalq_struct.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <netinet/in.h>
+#include <unistd.h>
+
+int gw_ssl_set_sni_host_name(SSL *ssl, const char *host_name) {
+    return (int)SSL_set_tlsext_host_name(ssl, host_name);
+}
+
+int gw_ssl_ctx_set_min_tls12(SSL_CTX *ctx) {
+    return (int)SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);
+}
+
+void gw_ssl_ctx_harden(SSL_CTX *ctx) {
+    /* Partial writes and moving buffers are what bufferevent_openssl expects. */
+    SSL_CTX_set_mode(ctx, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
+    SSL_CTX_set_options(ctx, SSL_OP_NO_COMPRESSION | SSL_OP_NO_RENEGOTIATION);
+}
+
+struct evkeyval *gw_headers_first(struct evkeyvalq *headers) {
+    return headers == NULL ? NULL : headers->tqh_first;
+}
+
+struct evkeyval *gw_headers_next(struct evkeyval *header) {
+    return header == NULL ? NULL : header->next.tqe_next;
+}
+
+int gw_listen_tcp(const char *host, int port, int backlog, char *error, size_t error_len) {
+    struct addrinfo hints, *result = NULL, *ai;
+    char service[16];
+    int fd = -1, rc, one = 1, saved = 0;
+
+    memset(&hints, 0, sizeof(hints));
+    hints.ai_family = AF_UNSPEC;
+    hints.ai_socktype = SOCK_STREAM;
+    hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
+    snprintf(service, sizeof(service), "%d", port);
+    rc = getaddrinfo(host, service, &hints, &result);
+    if (rc != 0) {
+        snprintf(error, error_len, "cannot resolve listen address %s: %s", host, gai_strerror(rc));
+        return -1;
+    }
+    for (ai = result; ai != NULL; ai = ai->ai_next) {
+        fd = socket(ai->ai_family, ai->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC, ai->ai_protocol);
+        if (fd < 0) { saved = errno; continue; }
+        if (setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) != 0 ||
+            setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one)) != 0 ||
+            bind(fd, ai->ai_addr, ai->ai_addrlen) != 0 ||
+            listen(fd, backlog) != 0) {
+            saved = errno;
+            close(fd);
+            fd = -1;
+            continue;
+        }
+        break;
+    }
+    freeaddrinfo(result);
+    if (fd < 0) {
+        snprintf(error, error_len, "cannot listen on %s:%d: %s", host, port, strerror(saved));
+    }
+    return fd;
+}
+
+int gw_socket_local_port(int fd) {
+    struct sockaddr_storage address;
+    socklen_t length = sizeof(address);
+    if (getsockname(fd, (struct sockaddr *)&address, &length) != 0) return -1;
+    if (address.ss_family == AF_INET) return ntohs(((struct sockaddr_in *)&address)->sin_port);
+    if (address.ss_family == AF_INET6) return ntohs(((struct sockaddr_in6 *)&address)->sin6_port);
+    return -1;
+}
+
+int gw_socket_set_linger_zero(int fd) {
+    struct linger option = { .l_onoff = 1, .l_linger = 0 };
+    return setsockopt(fd, SOL_SOCKET, SO_LINGER, &option, sizeof(option));
+}
+
+int gw_eventfd_create(void) {
+    return eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+}
+
+int gw_eventfd_signal(int fd) {
+    uint64_t one = 1;
+    ssize_t written;
+    do { written = write(fd, &one, sizeof(one)); } while (written < 0 && errno == EINTR);
+    /* EAGAIN means the counter is saturated: the loop is already due to wake. */
+    return (written == sizeof(one) || (written < 0 && errno == EAGAIN)) ? 0 : -1;
+}
+
+void gw_eventfd_drain(int fd) {
+    uint64_t value;
+    while (read(fd, &value, sizeof(value)) > 0) { }
+}

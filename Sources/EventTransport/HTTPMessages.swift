@@ -1,0 +1,74 @@
+/// A request as the HTTP server received it, copied out of libevent.
+public struct HTTPServerRequest: Sendable {
+    /// `GET`, `POST`, ... (upper case).
+    public let method: String
+    /// The request target as sent, e.g. `/rpc?x=1`.
+    public let uri: String
+    /// The path part of the target, percent-decoding not applied.
+    public let path: String
+    /// The header fields in order.
+    public let headers: HTTPHeaders
+    /// The whole body (already bounded by the server's body limit).
+    public let body: [UInt8]
+
+    public init(method: String, uri: String, headers: HTTPHeaders, body: [UInt8]) {
+        self.method = method
+        self.uri = uri
+        self.path = String(uri.split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false).first ?? "")
+        self.headers = headers
+        self.body = body
+    }
+}
+
+/// A response to send, on the server side.
+public struct HTTPResponse: Sendable {
+    public var status: Int
+    public var headers: HTTPHeaders
+    public var body: [UInt8]
+
+    public init(status: Int, headers: HTTPHeaders = [:], body: [UInt8] = []) {
+        self.status = status
+        self.headers = headers
+        self.body = body
+    }
+}
+
+/// A response the HTTPS client received.
+public struct HTTPClientResponse: Sendable {
+    public let status: Int
+    public let headers: HTTPHeaders
+    public let body: [UInt8]
+
+    public init(status: Int, headers: HTTPHeaders, body: [UInt8]) {
+        self.status = status
+        self.headers = headers
+        self.body = body
+    }
+}
+
+/// Why an HTTPS exchange produced no response.
+public struct HTTPClientError: Error, Sendable, Equatable, CustomStringConvertible {
+    public enum Kind: String, Sendable {
+        /// Connecting, resolving, or the peer closed or reset before a full response.
+        case connection
+        /// The TLS handshake failed, certificate verification included.
+        case tls
+        /// No response within the attempt's timeout.
+        case timeout
+    }
+
+    public let kind: Kind
+    /// What happened, for a person; never holds request headers.
+    public let message: String
+    /// Whether any byte of the request may have reached the server's HTTP
+    /// layer (false for DNS, connect and handshake failures).
+    public let requestMayHaveBeenSent: Bool
+
+    public init(kind: Kind, message: String, requestMayHaveBeenSent: Bool) {
+        self.kind = kind
+        self.message = message
+        self.requestMayHaveBeenSent = requestMayHaveBeenSent
+    }
+
+    public var description: String { message }
+}

@@ -1,0 +1,292 @@
+import CGatewayShims
+import CLibevent
+import Foundation
+import Synchronization
+
+/// Handles one request. Called on the loop thread that accepted it; it must
+/// not block, and it answers exactly once through the responder, from any
+/// thread.
+public typealias HTTPRequestHandler = @Sendable (HTTPServerRequest, HTTPResponder) -> Void
+
+/// An evhttp server spread over every loop of a group: each loop has its own
+/// `evhttp` and its own `SO_REUSEPORT` listener on the same port, so the
+/// kernel spreads connections and no request ever crosses loops.
+public final class HTTPServer: Sendable {
+    private let group: EventLoopGroup
+    private let configuration: HTTPServerConfiguration
+    private let handler: HTTPRequestHandler
+    private let instances = Mutex<[LoopHTTPServer]>([])
+    private let draining = Atomic<Bool>(false)
+
+    public init(group: EventLoopGroup, configuration: HTTPServerConfiguration, handler: @escaping HTTPRequestHandler) {
+        self.group = group
+        self.configuration = configuration
+        self.handler = handler
+    }
+
+    /// Binds and starts serving on every loop; returns the bound port (the
+    /// real one when the configuration asked for port 0). Call from a thread
+    /// that is not one of the group's loops.
+    public func start() throws(TransportError) -> Int {
+        var port = configuration.port
+        var fds: [Int32] = []
+        do {
+            for _ in group.loops {
+                let fd = try Self.listen(host: configuration.host, port: port)
+                fds.append(fd)
+                if port == 0 { port = Int(gw_socket_local_port(fd)) }
+            }
+        } catch {
+            fds.forEach { close($0) }
+            throw error
+        }
+        var started: [LoopHTTPServer] = []
+        var failure: TransportError?
+        for (loop, fd) in zip(group.loops, fds) {
+            let instance = LoopHTTPServer(loop: loop, configuration: configuration, handler: handler, draining: self)
+            let result: Result<Void, TransportError> = loop.submitAndWait {
+                Result { () throws(TransportError) in try instance.start(listening: fd) }
+            }
+            if case .failure(let error) = result { failure = error; close(fd) } else { started.append(instance) }
+        }
+        instances.withLock { $0 = started }
+        if let failure {
+            stop()
+            throw failure
+        }
+        return port
+    }
+
+    /// True once ``beginDraining()`` was called.
+    public var isDraining: Bool { draining.load(ordering: .relaxed) }
+
+    /// Stops taking new connections (the listeners close) and marks every
+    /// later response `Connection: close`, so keep-alive clients move on.
+    /// Requests in flight still get their answers.
+    public func beginDraining() {
+        draining.store(true, ordering: .relaxed)
+        for instance in instances.withLock({ $0 }) {
+            instance.loop.submitAndWait { instance.closeListener() }
+        }
+    }
+
+    /// Frees every evhttp (closing all connections). Call after draining,
+    /// from a thread that is not one of the loops.
+    public func stop() {
+        let all = instances.withLock { current -> [LoopHTTPServer] in
+            let taken = current
+            current = []
+            return taken
+        }
+        for instance in all {
+            instance.loop.submitAndWait { instance.free() }
+        }
+    }
+
+    private static func listen(host: String, port: Int) throws(TransportError) -> Int32 {
+        var message = [CChar](repeating: 0, count: 256)
+        let fd = gw_listen_tcp(host, Int32(port), 1024, &message, message.count)
+        guard fd >= 0 else {
+            throw TransportError(call: "listen", message: String(decoding: message.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self))
+        }
+        return fd
+    }
+}
+
+extension HTTPServer: DrainingFlag {}
+
+protocol DrainingFlag: AnyObject, Sendable {
+    var isDraining: Bool { get }
+}
+
+/// The part of an ``HTTPServer`` that lives on one loop. Loop-bound: every
+/// method runs on `loop`.
+final class LoopHTTPServer: @unchecked Sendable {
+    // @unchecked: `http` and `boundSocket` are touched only on `loop`.
+    let loop: EventLoop
+    private let configuration: HTTPServerConfiguration
+    private let handler: HTTPRequestHandler
+    private unowned let drainingFlag: any DrainingFlag
+    private var http: OpaquePointer?
+    private var boundSocket: OpaquePointer?
+
+    init(loop: EventLoop, configuration: HTTPServerConfiguration, handler: @escaping HTTPRequestHandler, draining: any DrainingFlag) {
+        self.loop = loop
+        self.configuration = configuration
+        self.handler = handler
+        self.drainingFlag = draining
+    }
+
+    func start(listening fd: Int32) throws(TransportError) {
+        loop.preconditionInEventLoop()
+        let http = try Libevent.check(evhttp_new(loop.base), "evhttp_new")
+        self.http = http
+        // evhttp's defaults are unlimited sizes, no timeouts and every
+        // method refused but five; set them all.
+        evhttp_set_max_body_size(http, Int(configuration.maxBodyBytes))
+        evhttp_set_max_headers_size(http, Int(configuration.maxHeaderBytes))
+        var timeout = timeval(tv_sec: configuration.timeoutSeconds, tv_usec: 0)
+        evhttp_set_timeout_tv(http, &timeout)
+        evhttp_set_default_content_type(http, "application/json")
+        let everyMethod = EVHTTP_REQ_GET.rawValue | EVHTTP_REQ_POST.rawValue | EVHTTP_REQ_HEAD.rawValue
+            | EVHTTP_REQ_PUT.rawValue | EVHTTP_REQ_DELETE.rawValue | EVHTTP_REQ_OPTIONS.rawValue
+            | EVHTTP_REQ_TRACE.rawValue | EVHTTP_REQ_CONNECT.rawValue | EVHTTP_REQ_PATCH.rawValue
+        evhttp_set_allowed_methods(http, UInt16(everyMethod))
+        let context = Unmanaged.passUnretained(self).toOpaque()
+        evhttp_set_gencb(http, httpServerRequestCallback, context)
+        if let tls = configuration.tls {
+            evhttp_set_bevcb(http, httpServerTLSBuffereventCallback, Unmanaged.passUnretained(tls).toOpaque())
+        }
+        boundSocket = try Libevent.check(evhttp_accept_socket_with_handle(http, fd), "evhttp_accept_socket_with_handle")
+    }
+
+    func closeListener() {
+        loop.preconditionInEventLoop()
+        if let http, let boundSocket { evhttp_del_accept_socket(http, boundSocket) }
+        boundSocket = nil
+    }
+
+    func free() {
+        loop.preconditionInEventLoop()
+        closeListener()
+        if let http { evhttp_free(http) }
+        http = nil
+    }
+
+    fileprivate func handle(_ request: OpaquePointer) {
+        let command = evhttp_request_get_command(request)
+        let uri = evhttp_request_get_uri(request).map { String(cString: $0) } ?? "/"
+        let message = HTTPServerRequest(
+            method: LibeventConversions.methodName(command),
+            uri: uri,
+            headers: LibeventConversions.headers(evhttp_request_get_input_headers(request)),
+            body: LibeventConversions.bytes(of: evhttp_request_get_input_buffer(request))
+        )
+        let responder = HTTPResponder(request: request, server: self)
+        handler(message, responder)
+    }
+
+    /// Writes the response; on the loop thread only.
+    func send(_ response: HTTPResponse, to request: OpaquePointer) {
+        loop.preconditionInEventLoop()
+        var headers = response.headers
+        if drainingFlag.isDraining { headers.replace("Connection", "close") }
+        LibeventConversions.add(headers, to: evhttp_request_get_output_headers(request))
+        guard let body = evbuffer_new() else {
+            evhttp_send_error(request, 500, nil)
+            return
+        }
+        defer { evbuffer_free(body) }
+        _ = response.body.withUnsafeBytes { evbuffer_add(body, $0.baseAddress, $0.count) }
+        // A request whose client has gone is detached from its connection;
+        // evhttp_send_reply then only frees it.
+        evhttp_send_reply(request, Int32(response.status), Self.reason(response.status), body)
+    }
+
+    static func reason(_ status: Int) -> String {
+        switch status {
+        case 200: "OK"
+        case 204: "No Content"
+        case 400: "Bad Request"
+        case 401: "Unauthorized"
+        case 404: "Not Found"
+        case 405: "Method Not Allowed"
+        case 413: "Payload Too Large"
+        case 415: "Unsupported Media Type"
+        case 422: "Unprocessable Content"
+        case 429: "Too Many Requests"
+        case 500: "Internal Server Error"
+        case 502: "Bad Gateway"
+        case 503: "Service Unavailable"
+        case 504: "Gateway Timeout"
+        default: "Status"
+        }
+    }
+
+    /// Sets SO_LINGER 0 on the request's socket and drops the connection, so
+    /// the peer sees a reset (the test upstream's fault switch).
+    func reset(_ request: OpaquePointer) {
+        loop.preconditionInEventLoop()
+        guard let connection = evhttp_request_get_connection(request) else { return }
+        if let bev = evhttp_connection_get_bufferevent(connection) {
+            _ = gw_socket_set_linger_zero(bufferevent_getfd(bev))
+        }
+        evhttp_connection_free(connection)
+    }
+}
+
+/// Answers one request, once, from any thread: the answer hops to the loop
+/// that owns the request.
+public struct HTTPResponder: Sendable {
+    // The evhttp_request belongs to `server.loop`; it is dereferenced only there.
+    private let requestAddress: UInt
+    private let server: LoopHTTPServer
+
+    fileprivate init(request: OpaquePointer, server: LoopHTTPServer) {
+        self.requestAddress = UInt(bitPattern: Int(bitPattern: UnsafeRawPointer(request)))
+        self.server = server
+    }
+
+    private var request: OpaquePointer {
+        OpaquePointer(bitPattern: requestAddress)!
+    }
+
+    /// Sends `response`. Call exactly once.
+    public func send(_ response: HTTPResponse) {
+        let server = self.server
+        let address = requestAddress
+        if server.loop.inEventLoop {
+            server.send(response, to: request)
+        } else {
+            server.loop.execute { server.send(response, to: OpaquePointer(bitPattern: address)!) }
+        }
+    }
+
+    /// Resets the connection instead of answering (test upstream only).
+    public func resetConnection() {
+        let server = self.server
+        let address = requestAddress
+        // Deferred: freeing the connection inside its own request callback
+        // would pull it from under evhttp.
+        server.loop.execute { server.reset(OpaquePointer(bitPattern: address)!) }
+    }
+
+    /// Never answers; the request is dropped when its connection closes
+    /// (test upstream's hang fault).
+    public func abandon() {}
+}
+
+private func httpServerRequestCallback(_ request: OpaquePointer?, _ context: UnsafeMutableRawPointer?) {
+    guard let context else { preconditionFailure("evhttp callback without its server") }
+    guard let request else { return }
+    Unmanaged<LoopHTTPServer>.fromOpaque(context).takeUnretainedValue().handle(request)
+}
+
+private func httpServerTLSBuffereventCallback(_ base: OpaquePointer?, _ context: UnsafeMutableRawPointer?) -> OpaquePointer? {
+    guard let context else { preconditionFailure("evhttp TLS callback without its context") }
+    let tls = Unmanaged<TLSServerContext>.fromOpaque(context).takeUnretainedValue()
+    guard let ssl = tls.makeSSL() else { return nil }
+    return bufferevent_openssl_socket_new(base, -1, ssl, BUFFEREVENT_SSL_ACCEPTING, Int32(BEV_OPT_CLOSE_ON_FREE.rawValue))
+}
+
+extension EventLoop {
+    /// Runs `work` on the loop and waits for its result. Only from a thread
+    /// that is not this loop (it would wait for itself).
+    func submitAndWait<T>(_ work: @escaping @Sendable () -> T) -> T {
+        if inEventLoop { return work() }
+        let box = ResultBox<T>()
+        let done = DispatchSemaphore(value: 0)
+        execute {
+            box.value = work()
+            done.signal()
+        }
+        done.wait()
+        return box.value!
+    }
+}
+
+/// Carries a value from the loop thread to the waiting thread; the semaphore
+/// orders the write before the read.
+private final class ResultBox<T>: @unchecked Sendable {
+    var value: T?
+}

@@ -1,0 +1,28 @@
+import COpenSSL
+
+/// Drains OpenSSL's thread-local error queue into readable lines, so a
+/// failure names its cause instead of leaving stale errors for the next call.
+enum OpenSSLErrors {
+    static func drain() -> [String] {
+        var lines: [String] = []
+        while true {
+            let code = ERR_get_error()
+            if code == 0 { break }
+            var buffer = [CChar](repeating: 0, count: 256)
+            ERR_error_string_n(code, &buffer, buffer.count)
+            lines.append(String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self))
+        }
+        return lines
+    }
+
+    static func describe(_ code: UInt) -> String {
+        var buffer = [CChar](repeating: 0, count: 256)
+        ERR_error_string_n(code, &buffer, buffer.count)
+        return String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    }
+
+    static func error(_ call: String) -> TransportError {
+        let stack = drain()
+        return TransportError(call: call, message: stack.isEmpty ? "failed" : stack.joined(separator: "; "))
+    }
+}

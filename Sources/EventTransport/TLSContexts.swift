@@ -1,0 +1,79 @@
+import CGatewayShims
+import COpenSSL
+
+/// An OpenSSL client context that always verifies the peer: the chain
+/// against the system store (or a given CA file), and, per connection, the
+/// host name. There is deliberately no way to switch verification off.
+public final class TLSClientContext: @unchecked Sendable {
+    // @unchecked: the SSL_CTX is configured once in init and only read
+    // afterwards (SSL_new), which OpenSSL allows from any thread.
+    let context: OpaquePointer
+
+    /// - Parameter caFile: PEM file of CA certificates to trust instead of the
+    ///   system store, or `nil` for the system store.
+    public init(caFile: String?) throws(TransportError) {
+        guard let context = SSL_CTX_new(TLS_client_method()) else { throw OpenSSLErrors.error("SSL_CTX_new") }
+        self.context = context
+        guard gw_ssl_ctx_set_min_tls12(context) == 1 else { throw OpenSSLErrors.error("SSL_CTX_set_min_proto_version") }
+        gw_ssl_ctx_harden(context)
+        SSL_CTX_set_verify(context, SSL_VERIFY_PEER, nil)
+        if let caFile {
+            guard SSL_CTX_load_verify_locations(context, caFile, nil) == 1 else {
+                throw OpenSSLErrors.error("SSL_CTX_load_verify_locations(\(caFile))")
+            }
+        } else {
+            guard SSL_CTX_set_default_verify_paths(context) == 1 else {
+                throw OpenSSLErrors.error("SSL_CTX_set_default_verify_paths")
+            }
+        }
+    }
+
+    deinit { SSL_CTX_free(context) }
+
+    /// A fresh `SSL` for one connection to `host`: SNI set (for names, not
+    /// addresses) and the certificate's name or address checked against it.
+    func makeSSL(host: String) throws(TransportError) -> OpaquePointer {
+        guard let ssl = SSL_new(context) else { throw OpenSSLErrors.error("SSL_new") }
+        if Self.isIPAddress(host) {
+            guard X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(ssl), host) == 1 else {
+                SSL_free(ssl)
+                throw OpenSSLErrors.error("X509_VERIFY_PARAM_set1_ip_asc")
+            }
+        } else {
+            guard SSL_set1_host(ssl, host) == 1, gw_ssl_set_sni_host_name(ssl, host) == 1 else {
+                SSL_free(ssl)
+                throw OpenSSLErrors.error("SSL_set1_host")
+            }
+        }
+        return ssl
+    }
+
+    static func isIPAddress(_ host: String) -> Bool {
+        host.contains(":") || (host.split(separator: ".").count == 4 && host.allSatisfy { $0.isNumber || $0 == "." })
+    }
+}
+
+/// An OpenSSL server context from PEM certificate chain and key files
+/// (the TLS test upstream uses it).
+public final class TLSServerContext: @unchecked Sendable {
+    // @unchecked: configured once in init, then only used by SSL_new.
+    let context: OpaquePointer
+
+    public init(certificateChainFile: String, privateKeyFile: String) throws(TransportError) {
+        guard let context = SSL_CTX_new(TLS_server_method()) else { throw OpenSSLErrors.error("SSL_CTX_new") }
+        self.context = context
+        _ = gw_ssl_ctx_set_min_tls12(context)
+        gw_ssl_ctx_harden(context)
+        guard SSL_CTX_use_certificate_chain_file(context, certificateChainFile) == 1 else {
+            throw OpenSSLErrors.error("SSL_CTX_use_certificate_chain_file(\(certificateChainFile))")
+        }
+        guard SSL_CTX_use_PrivateKey_file(context, privateKeyFile, SSL_FILETYPE_PEM) == 1 else {
+            throw OpenSSLErrors.error("SSL_CTX_use_PrivateKey_file(\(privateKeyFile))")
+        }
+        guard SSL_CTX_check_private_key(context) == 1 else { throw OpenSSLErrors.error("SSL_CTX_check_private_key") }
+    }
+
+    deinit { SSL_CTX_free(context) }
+
+    func makeSSL() -> OpaquePointer? { SSL_new(context) }
+}

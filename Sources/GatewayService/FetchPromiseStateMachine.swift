@@ -1,0 +1,59 @@
+/// The waiters of one shared fetch, as a pure state machine: who waits,
+/// who has left, and who gets the result. The owner keeps it under a lock
+/// and resumes the returned waiters after unlocking.
+struct FetchPromiseStateMachine<Value, Waiter> {
+    enum State {
+        case pending(waiters: [Int: Waiter])
+        case finished(Value)
+    }
+
+    enum WaitAction {
+        /// The waiter is registered; it will be handed back by `finish`,
+        /// `removeWaiter` or `removeAllWaiters`.
+        case suspend
+        /// The fetch has already ended: resume the waiter with this at once.
+        case resume(Value)
+    }
+
+    private(set) var state: State = .pending(waiters: [:])
+
+    mutating func addWaiter(_ id: Int, _ waiter: Waiter) -> WaitAction {
+        switch state {
+        case .pending(var waiters):
+            precondition(waiters[id] == nil, "waiter \(id) registered twice")
+            waiters[id] = waiter
+            state = .pending(waiters: waiters)
+            return .suspend
+        case .finished(let value):
+            return .resume(value)
+        }
+    }
+
+    /// A waiter leaves (its deadline passed). Returns it if it was still
+    /// waiting, so it is resumed exactly once; the fetch goes on regardless.
+    mutating func removeWaiter(_ id: Int) -> Waiter? {
+        guard case .pending(var waiters) = state, let waiter = waiters.removeValue(forKey: id) else { return nil }
+        state = .pending(waiters: waiters)
+        return waiter
+    }
+
+    /// Every waiter leaves at once (the gateway is shutting down).
+    mutating func removeAllWaiters() -> [Waiter] {
+        guard case .pending(let waiters) = state else { return [] }
+        state = .pending(waiters: [:])
+        return waiters.sorted { $0.key < $1.key }.map(\.value)
+    }
+
+    /// The fetch ended: returns the waiters to resume with `value`. Later
+    /// waiters get `value` at once.
+    mutating func finish(_ value: Value) -> [Waiter] {
+        guard case .pending(let waiters) = state else { preconditionFailure("a fetch finished twice") }
+        state = .finished(value)
+        return waiters.sorted { $0.key < $1.key }.map(\.value)
+    }
+
+    var waiterCount: Int {
+        if case .pending(let waiters) = state { return waiters.count }
+        return 0
+    }
+}

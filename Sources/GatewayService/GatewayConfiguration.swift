@@ -1,0 +1,263 @@
+import Foundation
+import ProductsDomain
+
+/// The effective configuration of one gateway process, validated.
+public struct GatewayConfiguration: Sendable {
+    /// Where the HTTPS upstream lives.
+    public struct Upstream: Sendable, Equatable {
+        public var host: String
+        public var port: Int
+        /// Path prefix before `/v1/...`, without a trailing slash (may be empty).
+        public var basePath: String
+    }
+
+    public var listenHost: String
+    public var listenPort: Int
+    public var workers: Int
+    /// `nil` serves the catalog.
+    public var upstream: Upstream?
+    public var appID: String
+    public var apiToken: String?
+    public var caFile: String?
+    public var catalogPath: String?
+    public var defaultCountry: CountryCode?
+    public var maxIdentifiers: Int
+    public var maxBatch: Int
+    public var maxBodyBytes: Int
+    public var requestTimeoutMS: Int
+    public var apiKeys: [String]
+    public var upstreamTimeoutMS: Int
+    public var upstreamMaxIDs: Int
+    public var upstreamConcurrency: Int
+    public var upstreamRetries: Int
+    public var cacheMaxTTLSeconds: Int
+    public var shutdownGraceMS: Int
+    public var logLevel: String
+    public var logFormat: LogFormat
+    /// The process locale variables (`LC_ALL`, `LANG`), for region resolution.
+    public var systemLocale: SystemLocale
+
+    public enum LogFormat: String, Sendable { case json, text }
+
+    /// Reads every variable from `environment`, with `overrides` (the
+    /// command-line flags) taking precedence.
+    public static func load(
+        environment: [String: String],
+        overrides: [ConfigurationVariable: String] = [:]
+    ) throws(ConfigurationError) -> GatewayConfiguration {
+        let source = SettingSource(environment: environment, overrides: overrides)
+        let (host, port) = try source.listenAddress()
+        let upstream = try source.upstream()
+        let catalogPath = source.string(.catalog)
+        if upstream != nil, catalogPath != nil {
+            throw ConfigurationError(variable: ConfigurationVariable.catalog.rawValue, message: "is only used without ONSIDE_UPSTREAM_URL; unset one of them")
+        }
+        let appID = try source.appID(required: upstream != nil)
+        let caFile = source.string(.caFile)
+        if let caFile { try source.requireReadableFile(caFile, .caFile) }
+        if let catalogPath { try source.requireReadableFile(catalogPath, .catalog) }
+        let defaultCountry: CountryCode?
+        if let text = source.string(.defaultCountry) {
+            guard let code = CountryCode(text) else {
+                throw ConfigurationError(variable: ConfigurationVariable.defaultCountry.rawValue, message: "'\(text)' is not an assigned ISO 3166-1 alpha-2 country code")
+            }
+            defaultCountry = code
+        } else {
+            defaultCountry = nil
+        }
+        return GatewayConfiguration(
+            listenHost: host,
+            listenPort: port,
+            workers: try source.integer(.workers, in: 1...256, default: ProcessInfo.processInfo.activeProcessorCount),
+            upstream: upstream,
+            appID: appID,
+            apiToken: try source.secret(value: .apiToken, file: .apiTokenFile),
+            caFile: caFile,
+            catalogPath: catalogPath,
+            defaultCountry: defaultCountry,
+            maxIdentifiers: try source.integer(.maxIDs, in: 1...10_000, default: 100),
+            maxBatch: try source.integer(.maxBatch, in: 1...1_000, default: 50),
+            maxBodyBytes: try source.integer(.maxBodyBytes, in: 256...(64 << 20), default: 65536),
+            requestTimeoutMS: try source.integer(.requestTimeoutMS, in: 1...600_000, default: 5000),
+            apiKeys: try source.apiKeys(),
+            upstreamTimeoutMS: try source.integer(.upstreamTimeoutMS, in: 1...600_000, default: 2000),
+            upstreamMaxIDs: try source.integer(.upstreamMaxIDs, in: 1...1_000, default: 50),
+            upstreamConcurrency: try source.integer(.upstreamConcurrency, in: 1...10_000, default: 64),
+            upstreamRetries: try source.integer(.upstreamRetries, in: 0...10, default: 2),
+            cacheMaxTTLSeconds: try source.integer(.cacheMaxTTLSeconds, in: 0...86_400, default: 60),
+            shutdownGraceMS: try source.integer(.shutdownGraceMS, in: 0...3_600_000, default: 10_000),
+            logLevel: try source.choice(.logLevel, ["trace", "debug", "info", "notice", "warning", "error", "critical"], default: "info"),
+            logFormat: LogFormat(rawValue: try source.choice(.logFormat, ["json", "text"], default: "json"))!,
+            systemLocale: SystemLocale(environment: environment)
+        )
+    }
+
+    /// The configuration as `name=value` pairs for the start-up log, with
+    /// secrets replaced by `<redacted>`.
+    public var redactedSummary: [(String, String)] {
+        [
+            ("GATEWAY_LISTEN", "\(listenHost):\(listenPort)"),
+            ("GATEWAY_WORKERS", "\(workers)"),
+            ("ONSIDE_UPSTREAM_URL", upstream.map { "https://\($0.host):\($0.port)\($0.basePath)" } ?? "<embedded catalog>"),
+            ("ONSIDE_APP_ID", appID),
+            ("ONSIDE_API_TOKEN", apiToken == nil ? "<unset>" : "<redacted>"),
+            ("ONSIDE_CA_FILE", caFile ?? "<system store>"),
+            ("GATEWAY_CATALOG", catalogPath ?? (upstream == nil ? "<built-in sample>" : "<unused>")),
+            ("GATEWAY_DEFAULT_COUNTRY", defaultCountry?.text ?? "<unset>"),
+            ("GATEWAY_MAX_IDS", "\(maxIdentifiers)"),
+            ("GATEWAY_MAX_BATCH", "\(maxBatch)"),
+            ("GATEWAY_MAX_BODY_BYTES", "\(maxBodyBytes)"),
+            ("GATEWAY_REQUEST_TIMEOUT_MS", "\(requestTimeoutMS)"),
+            ("GATEWAY_API_KEYS", apiKeys.isEmpty ? "<unset>" : "<\(apiKeys.count) redacted>"),
+            ("UPSTREAM_TIMEOUT_MS", "\(upstreamTimeoutMS)"),
+            ("UPSTREAM_MAX_IDS", "\(upstreamMaxIDs)"),
+            ("UPSTREAM_CONCURRENCY", "\(upstreamConcurrency)"),
+            ("UPSTREAM_RETRIES", "\(upstreamRetries)"),
+            ("GATEWAY_CACHE_MAX_TTL_S", "\(cacheMaxTTLSeconds)"),
+            ("GATEWAY_SHUTDOWN_GRACE_MS", "\(shutdownGraceMS)"),
+            ("LOG_LEVEL", logLevel),
+            ("LOG_FORMAT", logFormat.rawValue),
+        ]
+    }
+}
+
+/// Looks up one variable at a time and turns a bad value into an error that
+/// names it.
+private struct SettingSource {
+    let environment: [String: String]
+    let overrides: [ConfigurationVariable: String]
+
+    /// The value, or nil when unset or empty (an empty variable means unset,
+    /// as shells and container specs often leave them).
+    func string(_ variable: ConfigurationVariable) -> String? {
+        let value = overrides[variable] ?? environment[variable.rawValue]
+        guard let value, !value.isEmpty else { return nil }
+        return value
+    }
+
+    func fail(_ variable: ConfigurationVariable, _ message: String) -> ConfigurationError {
+        ConfigurationError(variable: variable.rawValue, message: message)
+    }
+
+    func integer(_ variable: ConfigurationVariable, in range: ClosedRange<Int>, default fallback: Int) throws(ConfigurationError) -> Int {
+        guard let text = string(variable) else { return fallback }
+        guard let value = Int(text), range.contains(value) else {
+            throw fail(variable, "expected an integer from \(range.lowerBound) to \(range.upperBound), got '\(text.prefix(40))'")
+        }
+        return value
+    }
+
+    func choice(_ variable: ConfigurationVariable, _ choices: [String], default fallback: String) throws(ConfigurationError) -> String {
+        guard let text = string(variable) else { return fallback }
+        guard choices.contains(text.lowercased()) else {
+            throw fail(variable, "expected one of \(choices.joined(separator: ", ")), got '\(text.prefix(40))'")
+        }
+        return text.lowercased()
+    }
+
+    func listenAddress() throws(ConfigurationError) -> (String, Int) {
+        let text = string(.listen) ?? "127.0.0.1:8080"
+        let host: Substring
+        let portText: Substring
+        if text.hasPrefix("[") {
+            guard let close = text.firstIndex(of: "]"), text[text.index(after: close)...].hasPrefix(":") else {
+                throw fail(.listen, "expected host:port or [ipv6]:port, got '\(text.prefix(60))'")
+            }
+            host = text[text.index(after: text.startIndex)..<close]
+            portText = text[text.index(close, offsetBy: 2)...]
+        } else {
+            guard let colon = text.lastIndex(of: ":") else {
+                throw fail(.listen, "expected host:port, got '\(text.prefix(60))'")
+            }
+            host = text[..<colon]
+            portText = text[text.index(after: colon)...]
+        }
+        guard !host.isEmpty else { throw fail(.listen, "the host is empty in '\(text.prefix(60))'") }
+        guard let port = Int(portText), (0...65535).contains(port) else {
+            throw fail(.listen, "the port must be 0 to 65535, got '\(portText.prefix(20))'")
+        }
+        return (String(host), port)
+    }
+
+    func upstream() throws(ConfigurationError) -> GatewayConfiguration.Upstream? {
+        guard let text = string(.upstreamURL) else { return nil }
+        guard let components = URLComponents(string: text), let scheme = components.scheme?.lowercased() else {
+            throw fail(.upstreamURL, "expected https://host[:port][/base], got '\(text.prefix(100))'")
+        }
+        guard scheme == "https" else {
+            throw fail(.upstreamURL, "only https:// is allowed (the upstream is reached over verified TLS), got '\(scheme)://'")
+        }
+        guard let host = components.host, !host.isEmpty else {
+            throw fail(.upstreamURL, "the URL has no host: '\(text.prefix(100))'")
+        }
+        guard components.user == nil, components.password == nil else {
+            throw fail(.upstreamURL, "credentials in the URL are not allowed; use ONSIDE_API_TOKEN or ONSIDE_API_TOKEN_FILE")
+        }
+        guard components.query == nil, components.fragment == nil else {
+            throw fail(.upstreamURL, "the URL must not have a query or fragment")
+        }
+        var base = components.percentEncodedPath
+        while base.hasSuffix("/") { base.removeLast() }
+        return .init(host: host, port: components.port ?? 443, basePath: base)
+    }
+
+    func appID(required: Bool) throws(ConfigurationError) -> String {
+        guard let text = string(.appID) else {
+            if required { throw fail(.appID, "is required when ONSIDE_UPSTREAM_URL is set") }
+            return "demo"
+        }
+        guard text.utf8.count <= 128, text.unicodeScalars.allSatisfy({ $0.value > 0x20 && $0.value < 0x7F }) else {
+            throw fail(.appID, "expected 1 to 128 visible ASCII characters")
+        }
+        return text
+    }
+
+    func requireReadableFile(_ path: String, _ variable: ConfigurationVariable) throws(ConfigurationError) {
+        guard FileManager.default.isReadableFile(atPath: path) else {
+            throw fail(variable, "cannot read file '\(path)'")
+        }
+    }
+
+    /// A secret from a variable or from a file named by a second variable
+    /// (the container-secret form); setting both is an error.
+    func secret(value: ConfigurationVariable, file: ConfigurationVariable) throws(ConfigurationError) -> String? {
+        let direct = string(value)
+        guard let path = string(file) else { return direct }
+        if direct != nil { throw fail(file, "set either \(value.rawValue) or \(file.rawValue), not both") }
+        guard let data = FileManager.default.contents(atPath: path), let text = String(data: data, encoding: .utf8) else {
+            throw fail(file, "cannot read file '\(path)'")
+        }
+        let secret = text.trimmingCharacters(in: .whitespacesAndNewlines)
+        guard !secret.isEmpty else { throw fail(file, "file '\(path)' is empty") }
+        guard !secret.contains(where: { $0.isNewline }) else { throw fail(file, "file '\(path)' must hold one line") }
+        return secret
+    }
+
+    func apiKeys() throws(ConfigurationError) -> [String] {
+        let direct = string(.apiKeys)
+        let keys: [String]
+        let variable: ConfigurationVariable
+        if let path = string(.apiKeysFile) {
+            if direct != nil { throw fail(.apiKeysFile, "set either GATEWAY_API_KEYS or GATEWAY_API_KEYS_FILE, not both") }
+            guard let data = FileManager.default.contents(atPath: path), let text = String(data: data, encoding: .utf8) else {
+                throw fail(.apiKeysFile, "cannot read file '\(path)'")
+            }
+            keys = text.split(whereSeparator: \.isNewline).map { $0.trimmingCharacters(in: .whitespaces) }
+                .filter { !$0.isEmpty && !$0.hasPrefix("#") }
+            variable = .apiKeysFile
+        } else if let direct {
+            keys = direct.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+            variable = .apiKeys
+        } else {
+            return []
+        }
+        guard !keys.isEmpty else { throw fail(variable, "holds no key") }
+        for (index, key) in keys.enumerated() {
+            guard key.utf8.count >= 16, key.utf8.count <= 256, key.unicodeScalars.allSatisfy({ $0.value > 0x20 && $0.value < 0x7F }) else {
+                // Never echo the key itself.
+                throw fail(variable, "key #\(index + 1) must be 16 to 256 visible ASCII characters")
+            }
+        }
+        return keys
+    }
+}

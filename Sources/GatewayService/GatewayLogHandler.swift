@@ -1,0 +1,76 @@
+import Foundation
+import JSONRPC
+import Logging
+
+/// Writes one line per event to standard error (or a sink, in tests):
+/// a JSON object with `ts`, `level`, `msg` and the metadata (`requestId`,
+/// `method`, `outcome`, ...) for `LOG_FORMAT=json`, or a plain line for people.
+public struct GatewayLogHandler: LogHandler {
+    /// Where finished lines go; each call receives one whole line.
+    public typealias Sink = @Sendable (String) -> Void
+
+    public var logLevel: Logger.Level
+    public var metadata: Logger.Metadata = [:]
+    public var metadataProvider: Logger.MetadataProvider?
+    private let format: GatewayConfiguration.LogFormat
+    private let sink: Sink
+
+    public init(format: GatewayConfiguration.LogFormat, level: Logger.Level, sink: @escaping Sink = GatewayLogHandler.standardError) {
+        self.format = format
+        self.logLevel = level
+        self.sink = sink
+    }
+
+    public subscript(metadataKey key: String) -> Logger.Metadata.Value? {
+        get { metadata[key] }
+        set { metadata[key] = newValue }
+    }
+
+    public func log(event: LogEvent) {
+        var merged = metadata
+        if let provided = metadataProvider?.get() { merged.merge(provided) { _, new in new } }
+        if let extra = event.metadata { merged.merge(extra) { _, new in new } }
+        let timestamp = Self.timestamp()
+        switch format {
+        case .json:
+            var object = JSONObject()
+            object["ts"] = .string(timestamp)
+            object["level"] = .string(event.level.rawValue)
+            object["msg"] = .string(event.message.description)
+            for key in merged.keys.sorted() where !["ts", "level", "msg"].contains(key) {
+                object[key] = Self.json(merged[key]!)
+            }
+            sink(JSONValue.object(object).serializedString)
+        case .text:
+            let fields = merged.keys.sorted().map { "\($0)=\(merged[$0]!)" }.joined(separator: " ")
+            sink("\(timestamp) \(event.level.rawValue.uppercased()) \(event.message)\(fields.isEmpty ? "" : " " + fields)")
+        }
+    }
+
+    private static func json(_ value: Logger.MetadataValue) -> JSONValue {
+        switch value {
+        case .string(let text): .string(text)
+        case .stringConvertible(let value): .string(value.description)
+        case .array(let values): .array(values.map(json))
+        case .dictionary(let values): .object(JSONObject(values.keys.sorted().map { ($0, json(values[$0]!)) }))
+        }
+    }
+
+    private static func timestamp() -> String {
+        Date().formatted(.iso8601.year().month().day().time(includingFractionalSeconds: true).timeZone(separator: .omitted).dateSeparator(.dash).timeSeparator(.colon))
+    }
+
+    /// Writes the line and a newline with one `write`, so lines from
+    /// several threads never interleave.
+    public static let standardError: Sink = { line in
+        let bytes = Array((line + "\n").utf8)
+        bytes.withUnsafeBytes { buffer in
+            var offset = 0
+            while offset < buffer.count {
+                let written = write(2, buffer.baseAddress! + offset, buffer.count - offset)
+                if written <= 0 { return }
+                offset += written
+            }
+        }
+    }
+}

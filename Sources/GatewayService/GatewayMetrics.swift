@@ -1,0 +1,97 @@
+import CoreMetrics
+import Metrics
+import Prometheus
+import Synchronization
+
+/// The series of the contract's metrics table, on swift-metrics with a
+/// Prometheus registry of the gateway's own (so two gateways in one test
+/// process never share counts).
+///
+/// Handles for the RPC outcome counters are created up front, so the hot
+/// path does no registry lookup; each handle records with atomics.
+public final class GatewayMetrics: Sendable {
+    /// The registry `/metrics` renders.
+    public let registry: PrometheusCollectorRegistry
+    private let factory: PrometheusMetricsFactory
+    private let rpcRequests: [String: [String: CoreMetrics.Counter]]
+    private let rpcDurations: [String: Metrics.Timer]
+    private let upstreamDuration: Metrics.Timer
+    private let upstreamInflight: Meter
+    private let coalesced: CoreMetrics.Counter
+    private let cacheHits: CoreMetrics.Counter
+    private let upstreamStatus = Mutex<[String: CoreMetrics.Counter]>([:])
+
+    /// Method label values; other method names are counted as `other` so a
+    /// caller cannot grow the label set.
+    static let methods = ["products.fetch", "other"]
+    /// Outcome label values: `ok` or the error `reason`.
+    static let outcomes = [
+        "ok", "connectionError", "serviceUnavailable", "appNotRegistered", "invalidProductIdentifier",
+        "cancelled", "internalError", "invalidParams", "regionUnresolved", "methodNotFound", "gatewayError",
+    ]
+
+    public init() {
+        let registry = PrometheusCollectorRegistry()
+        var factory = PrometheusMetricsFactory(registry: registry)
+        let latencyBuckets: [Duration] = [
+            .milliseconds(1), .milliseconds(2), .milliseconds(5), .milliseconds(10), .milliseconds(25),
+            .milliseconds(50), .milliseconds(100), .milliseconds(250), .milliseconds(500),
+            .seconds(1), .milliseconds(2500), .seconds(5), .seconds(10),
+        ]
+        factory.defaultDurationHistogramBuckets = latencyBuckets
+        self.registry = registry
+        self.factory = factory
+        var requests: [String: [String: CoreMetrics.Counter]] = [:]
+        var durations: [String: Metrics.Timer] = [:]
+        for method in Self.methods {
+            durations[method] = Metrics.Timer(label: "gateway_rpc_duration_seconds", dimensions: [("method", method)], factory: factory)
+            for outcome in Self.outcomes {
+                requests[method, default: [:]][outcome] = CoreMetrics.Counter(
+                    label: "gateway_rpc_requests_total", dimensions: [("method", method), ("outcome", outcome)], factory: factory
+                )
+            }
+        }
+        rpcRequests = requests
+        rpcDurations = durations
+        upstreamDuration = Metrics.Timer(label: "gateway_upstream_duration_seconds", factory: factory)
+        upstreamInflight = Meter(label: "gateway_upstream_inflight", factory: factory)
+        coalesced = CoreMetrics.Counter(label: "gateway_coalesced_identifiers_total", factory: factory)
+        cacheHits = CoreMetrics.Counter(label: "gateway_cache_hits_total", factory: factory)
+    }
+
+    /// Records one finished JSON-RPC call.
+    func recordCall(method: String, outcome: String, duration: Duration) {
+        let method = Self.methods.contains(method) ? method : "other"
+        let outcome = Self.outcomes.contains(outcome) ? outcome : "gatewayError"
+        rpcRequests[method]?[outcome]?.increment()
+        rpcDurations[method]?.recordNanoseconds(duration.nanoseconds)
+    }
+
+    func recordUpstream(status: String, duration: Duration) {
+        let counter = upstreamStatus.withLock { counters in
+            if let counter = counters[status] { return counter }
+            let counter = CoreMetrics.Counter(label: "gateway_upstream_requests_total", dimensions: [("status", status)], factory: factory)
+            counters[status] = counter
+            return counter
+        }
+        counter.increment()
+        upstreamDuration.recordNanoseconds(duration.nanoseconds)
+    }
+
+    func upstreamStarted() { upstreamInflight.increment() }
+    func upstreamEnded() { upstreamInflight.decrement() }
+    func recordCoalesced(_ count: Int) { if count > 0 { coalesced.increment(by: count) } }
+    func recordCacheHits(_ count: Int) { if count > 0 { cacheHits.increment(by: count) } }
+
+    /// The Prometheus text exposition of every series.
+    public func exposition() -> [UInt8] {
+        registry.emitToBuffer()
+    }
+}
+
+extension Duration {
+    var nanoseconds: Int64 {
+        let (seconds, attoseconds) = components
+        return seconds * 1_000_000_000 + attoseconds / 1_000_000_000
+    }
+}

@@ -1,0 +1,59 @@
+import ProductsDomain
+
+/// What an upstream answer is valid for: the same identifier may have other
+/// products in another app, country or language.
+public struct FetchScope: Hashable, Sendable {
+    public let appID: String
+    public let country: CountryCode
+    public let language: LanguageTag?
+
+    public init(appID: String, country: CountryCode, language: LanguageTag?) {
+        self.appID = appID
+        self.country = country
+        self.language = language
+    }
+}
+
+/// One upstream call's worth of identifiers.
+public struct SourceRequest: Sendable {
+    public let scope: FetchScope
+    /// At most `UPSTREAM_MAX_IDS` identifiers.
+    public let identifiers: [String]
+    /// Sent upstream as `X-Request-Id`.
+    public let requestID: String
+    /// Retries stop here.
+    public let deadline: ContinuousClock.Instant
+}
+
+/// An answer in the upstream's shape, with how long it may be reused.
+public struct SourcePage: Sendable {
+    public let page: UpstreamProductsPage
+    /// From `Cache-Control: max-age`; `nil` when the answer must not be kept.
+    public let maxAgeSeconds: Int?
+
+    public init(page: UpstreamProductsPage, maxAgeSeconds: Int?) {
+        self.page = page
+        self.maxAgeSeconds = maxAgeSeconds
+    }
+}
+
+/// Where products come from: the Onside upstream over HTTPS, or the
+/// embedded catalog. Both feed the same pipeline (coalescing, caching,
+/// normalisation, errors).
+public protocol ProductSource: Sendable {
+    func fetch(_ request: SourceRequest) async -> Result<SourcePage, ProductsFetchFailure>
+}
+
+/// Serves a catalog as if it were the upstream.
+public struct CatalogProductSource: ProductSource {
+    private let catalog: Catalog
+
+    public init(catalog: Catalog) {
+        self.catalog = catalog
+    }
+
+    public func fetch(_ request: SourceRequest) async -> Result<SourcePage, ProductsFetchFailure> {
+        let page = catalog.page(ids: request.identifiers, country: request.scope.country, language: request.scope.language)
+        return .success(SourcePage(page: page, maxAgeSeconds: nil))
+    }
+}

@@ -1,0 +1,126 @@
+import JSONRPC
+import Logging
+import ProductsDomain
+
+/// `products.fetch`: validation, region, cache, coalescing, fan-out,
+/// merge, normalisation and the error mapping, source-agnostic.
+public final class ProductsFetchService: Sendable {
+    /// Settings of the pipeline, from the configuration.
+    public struct Settings: Sendable {
+        public var appID: String
+        public var limits: FetchProductsLimits
+        public var requestTimeout: Duration
+        public var upstreamMaxIDs: Int
+        public var cacheMaxTTLSeconds: Int
+        public var regionResolver: RegionResolver
+
+        public init(appID: String, limits: FetchProductsLimits, requestTimeout: Duration, upstreamMaxIDs: Int, cacheMaxTTLSeconds: Int, regionResolver: RegionResolver) {
+            self.appID = appID
+            self.limits = limits
+            self.requestTimeout = requestTimeout
+            self.upstreamMaxIDs = upstreamMaxIDs
+            self.cacheMaxTTLSeconds = cacheMaxTTLSeconds
+            self.regionResolver = regionResolver
+        }
+    }
+
+    private let settings: Settings
+    private let source: any ProductSource
+    private let coalescer = Coalescer()
+    private let cache: ResponseCache
+    private let metrics: GatewayMetrics
+    private let fetchTasks = FetchTaskTracker()
+
+    public init(settings: Settings, source: any ProductSource, metrics: GatewayMetrics) {
+        self.settings = settings
+        self.source = source
+        self.cache = ResponseCache(maxTTLSeconds: settings.cacheMaxTTLSeconds)
+        self.metrics = metrics
+    }
+
+    /// Runs one call. Never throws: every failure is a JSON-RPC error.
+    public func fetch(params: JSONRPCParams?, requestID: String, logger: Logger) async -> Result<JSONValue, JSONRPCError> {
+        let parsed: FetchProductsParams
+        let region: ResolvedRegion
+        do {
+            parsed = try FetchProductsParams.parse(params, limits: settings.limits)
+            region = try settings.regionResolver.resolve(parsed)
+        } catch {
+            return .failure(error.jsonRPCError)
+        }
+        switch await products(for: parsed, region: region, requestID: requestID) {
+        case .success(let result):
+            return .success(result.jsonValue)
+        case .failure(let failure):
+            logger.info("products.fetch failed", metadata: ["reason": "\(failure.reason)"])
+            return .failure(failure.jsonRPCError(requestID: requestID))
+        }
+    }
+
+    private func products(for params: FetchProductsParams, region: ResolvedRegion, requestID: String) async -> Result<ProductsResult, ProductsFetchFailure> {
+        let scope = FetchScope(appID: settings.appID, country: region.countryCode, language: params.language)
+        let identifiers = params.productIdentifiers
+        let started = ContinuousClock.now
+        let deadline = started + settings.requestTimeout
+
+        var found: [String: Product] = [:]
+        let cached = cache.lookup(scope: scope, identifiers: identifiers, now: started)
+        metrics.recordCacheHits(cached.count)
+        for case let (identifier, product?) in cached { found[identifier] = Product(product) }
+        let missing = identifiers.filter { cached[$0] == nil }
+
+        if !missing.isEmpty {
+            let claim = coalescer.claim(scope: scope, identifiers: missing, chunkSize: settings.upstreamMaxIDs)
+            metrics.recordCoalesced(claim.joinedIdentifierCount)
+            for fetch in claim.started { start(fetch, requestID: requestID, deadline: deadline) }
+            let missingSet = Set(missing)
+            var failures: [ProductsFetchFailure] = []
+            let deadlineFailure = ProductsFetchFailure.cancelled(
+                detail: "the call's deadline of \(settings.requestTimeout.milliseconds) ms passed (GATEWAY_REQUEST_TIMEOUT_MS)"
+            )
+            for fetch in claim.fetches {
+                switch await fetch.outcome(until: deadline, onDeadline: deadlineFailure) {
+                case .success(let page):
+                    for item in page.page.items where missingSet.contains(item.id) && found[item.id] == nil {
+                        found[item.id] = Product(item)
+                    }
+                case .failure(let failure):
+                    failures.append(failure)
+                }
+            }
+            if let failure = ProductsFetchFailure.mostSevere(failures) { return .failure(failure) }
+        }
+        return .success(ProductsResult(requested: identifiers, found: found, region: region))
+    }
+
+    /// Starts a shared fetch in a task of its own: no caller owns it, so a
+    /// caller leaving never cancels it for the others.
+    private func start(_ fetch: SharedFetch, requestID: String, deadline: ContinuousClock.Instant) {
+        let request = SourceRequest(scope: fetch.scope, identifiers: fetch.identifiers, requestID: requestID, deadline: deadline)
+        let source = self.source
+        let cache = self.cache
+        let coalescer = self.coalescer
+        fetchTasks.track { @Sendable in
+            let outcome = await source.fetch(request)
+            if case .success(let page) = outcome {
+                // Stored before the identifiers are released, so a call
+                // arriving in between finds one or the other.
+                cache.store(page, scope: fetch.scope, identifiers: fetch.identifiers, now: .now)
+            }
+            coalescer.finish(fetch)
+            fetch.finish(outcome)
+        }
+    }
+
+    /// Releases every caller still waiting with `cancelled` (shutdown grace
+    /// is over). Fetches in flight finish on their own.
+    public func cancelWaiting() {
+        let failure = ProductsFetchFailure.cancelled(detail: "the gateway is shutting down")
+        for fetch in coalescer.inFlight { fetch.releaseWaiters(with: failure) }
+    }
+
+    /// Waits until every upstream fetch started so far has ended.
+    public func waitForFetches() async {
+        await fetchTasks.waitForAll()
+    }
+}

@@ -1,0 +1,60 @@
+import ProductsDomain
+import Synchronization
+
+/// One upstream call that any number of callers wait for. Callers leave
+/// when their own deadline passes; the fetch itself goes on for the others.
+final class SharedFetch: Sendable {
+    typealias Outcome = Result<SourcePage, ProductsFetchFailure>
+
+    private struct Waiter {
+        let continuation: CheckedContinuation<Outcome, Never>
+        let timer: Task<Void, Never>
+    }
+
+    let scope: FetchScope
+    let identifiers: [String]
+    private let state = Mutex(FetchPromiseStateMachine<Outcome, Waiter>())
+    private let nextWaiterID = Atomic<Int>(0)
+
+    init(scope: FetchScope, identifiers: [String]) {
+        self.scope = scope
+        self.identifiers = identifiers
+    }
+
+    /// Waits for the outcome, or until `deadline`, whichever comes first.
+    func outcome(until deadline: ContinuousClock.Instant, onDeadline failure: ProductsFetchFailure) async -> Outcome {
+        let id = nextWaiterID.add(1, ordering: .relaxed).oldValue
+        return await withCheckedContinuation { continuation in
+            let timer = Task { [self] in
+                try? await Task.sleep(until: deadline, clock: .continuous)
+                guard !Task.isCancelled else { return }
+                if let waiter = state.withLock({ $0.removeWaiter(id) }) {
+                    waiter.continuation.resume(returning: .failure(failure))
+                }
+            }
+            let action = state.withLock { $0.addWaiter(id, Waiter(continuation: continuation, timer: timer)) }
+            if case .resume(let outcome) = action {
+                timer.cancel()
+                continuation.resume(returning: outcome)
+            }
+        }
+    }
+
+    /// Hands the outcome to everyone still waiting.
+    func finish(_ outcome: Outcome) {
+        let waiters = state.withLock { $0.finish(outcome) }
+        for waiter in waiters {
+            waiter.timer.cancel()
+            waiter.continuation.resume(returning: outcome)
+        }
+    }
+
+    /// Releases every waiter with `failure`, leaving the fetch running.
+    func releaseWaiters(with failure: ProductsFetchFailure) {
+        let waiters = state.withLock { $0.removeAllWaiters() }
+        for waiter in waiters {
+            waiter.timer.cancel()
+            waiter.continuation.resume(returning: .failure(failure))
+        }
+    }
+}

@@ -1,0 +1,108 @@
+/// An ordered JSON object (member order preserved for output).
+///
+/// Keys are unique. Building an object from members with a repeated key keeps
+/// the key at its first position with its last value, which is what
+/// `JSON.parse` does, so `{"a":1,"b":2,"a":3}` reads as `{"a":3,"b":2}`.
+///
+/// Lookups scan the members: objects in JSON-RPC requests and upstream bodies
+/// hold a handful of keys, where a scan beats hashing and keeps values small.
+public struct JSONObject: Sendable, Hashable, Sequence, ExpressibleByDictionaryLiteral {
+    /// One member, as the sequence yields it.
+    public typealias Element = (key: String, value: JSONValue)
+
+    /// The members in order; keys are unique.
+    private var members: [Element]
+
+    /// An empty object.
+    public init() {
+        members = []
+    }
+
+    /// An object with `members` in order; a repeated key keeps its first
+    /// position and its last value.
+    public init(_ members: [(String, JSONValue)]) {
+        self.members = []
+        self.members.reserveCapacity(members.count)
+        // A dictionary only pays off for big objects; a hostile body with
+        // thousands of keys must not make parsing quadratic.
+        if members.count <= 16 {
+            for (key, value) in members {
+                self[key] = value
+            }
+        } else {
+            var positions: [String: Int] = [:]
+            positions.reserveCapacity(members.count)
+            for (key, value) in members {
+                if let position = positions[key] {
+                    self.members[position].value = value
+                } else {
+                    positions[key] = self.members.count
+                    self.members.append((key: key, value: value))
+                }
+            }
+        }
+    }
+
+    /// An object with the literal's members in order.
+    public init(dictionaryLiteral elements: (String, JSONValue)...) {
+        self.init(elements)
+    }
+
+    /// The value of the member named `key`.
+    ///
+    /// Setting replaces the value in place (the member keeps its position) or
+    /// appends a new member; setting `nil` removes the member.
+    public subscript(key: String) -> JSONValue? {
+        get {
+            members.first { $0.key == key }?.value
+        }
+        set {
+            let position = members.firstIndex { $0.key == key }
+            switch (position, newValue) {
+            case (let position?, let value?):
+                members[position].value = value
+            case (let position?, nil):
+                members.remove(at: position)
+            case (nil, let value?):
+                members.append((key: key, value: value))
+            case (nil, nil):
+                break
+            }
+        }
+    }
+
+    /// The keys in order.
+    public var keys: [String] {
+        members.map(\.key)
+    }
+
+    /// The number of members.
+    public var count: Int {
+        members.count
+    }
+
+    /// Whether the object has no members.
+    public var isEmpty: Bool {
+        members.isEmpty
+    }
+
+    /// The members in order.
+    public func makeIterator() -> IndexingIterator<[Element]> {
+        members.makeIterator()
+    }
+
+    /// Equal when the same keys hold equal values in the same order, so that
+    /// equal objects serialize to the same bytes.
+    public static func == (lhs: JSONObject, rhs: JSONObject) -> Bool {
+        lhs.members.elementsEqual(rhs.members) { $0.key == $1.key && $0.value == $1.value }
+    }
+
+    /// Hashes the members in order, matching ``==(_:_:)``.
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(members.count)
+        for member in members {
+            hasher.combine(member.key)
+            hasher.combine(member.value)
+        }
+    }
+}

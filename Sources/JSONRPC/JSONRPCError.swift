@@ -1,0 +1,48 @@
+/// A JSON-RPC error object.
+public struct JSONRPCError: Error, Sendable, Equatable {
+    /// The error code; -32768 to -32000 are reserved by the specification.
+    public var code: Int
+    /// A message for a person.
+    public var message: String
+    /// Structured detail for a program, omitted from the object when `nil`.
+    public var data: JSONValue?
+
+    /// An error object.
+    public init(code: Int, message: String, data: JSONValue? = nil) {
+        self.code = code
+        self.message = message
+        self.data = data
+    }
+
+    /// -32700: the body is not JSON. `detail` is the parser's message.
+    public static func parseError(_ detail: String) -> JSONRPCError {
+        JSONRPCError(code: -32700, message: "Parse error: \(detail)")
+    }
+
+    /// -32600: the JSON is not a valid request.
+    public static func invalidRequest(_ detail: String) -> JSONRPCError {
+        JSONRPCError(code: -32600, message: "Invalid request: \(detail)")
+    }
+
+    /// -32601: no method of that name.
+    public static func methodNotFound(_ method: String) -> JSONRPCError {
+        JSONRPCError(code: -32601, message: "Method not found: \(method)")
+    }
+
+    /// -32602: the method exists but its params are wrong.
+    public static func invalidParams(_ detail: String, data: JSONValue? = nil) -> JSONRPCError {
+        JSONRPCError(code: -32602, message: "Invalid params: \(detail)", data: data)
+    }
+
+    /// -32603: a fault in the server itself, not in the request.
+    public static func internalError(_ detail: String) -> JSONRPCError {
+        JSONRPCError(code: -32603, message: "Internal error: \(detail)")
+    }
+
+    /// `{"code":...,"message":...,"data":...}`, `data` omitted when `nil`.
+    public var jsonValue: JSONValue {
+        var object: JSONObject = ["code": .integer(code), "message": .string(message)]
+        object["data"] = data
+        return .object(object)
+    }
+}

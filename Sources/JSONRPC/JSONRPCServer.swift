@@ -1,0 +1,169 @@
+/// Dispatches JSON-RPC 2.0 bodies to named methods.
+///
+/// `Context` is whatever the transport passes per HTTP request (request id,
+/// logger, deadline, ...); every method of that body receives it.
+///
+/// The rules are those of the JSON-RPC 2.0 specification: a body that is not
+/// JSON answers -32700 with id `null`; JSON that is not a request answers
+/// -32600 with the request's id when it could be read, else `null`; a batch
+/// judges each element on its own, runs them concurrently and answers in
+/// batch order, leaving notifications out; a body of notifications only
+/// answers ``JSONRPCReply/noContent``.
+public struct JSONRPCServer<Context: Sendable>: Sendable {
+    /// A method: the request (already validated) and the transport's
+    /// context in, a result or an error object out. Methods are called for
+    /// notifications too; what they return is then dropped.
+    public typealias Method = @Sendable (JSONRPCRequest, Context) async -> Result<JSONValue, JSONRPCError>
+
+    /// The most elements a batch may hold.
+    public let maxBatchSize: Int
+    /// The parser's limits for a body.
+    public let limits: JSONParser.Limits
+    private let methods: [String: Method]
+
+    /// A server answering `methods` by name.
+    ///
+    /// - Precondition: `maxBatchSize` is at least 1 (configuration checks
+    ///   its value before a server is built).
+    public init(maxBatchSize: Int, methods: [String: Method], limits: JSONParser.Limits = .init()) {
+        precondition(maxBatchSize >= 1, "maxBatchSize must be at least 1")
+        self.maxBatchSize = maxBatchSize
+        self.methods = methods
+        self.limits = limits
+    }
+
+    /// The reply to one HTTP body.
+    public func handle(body: [UInt8], context: Context) async -> JSONRPCReply {
+        let document: JSONValue
+        do {
+            document = try JSONParser.parse(body, limits: limits)
+        } catch {
+            return Self.reply(JSONRPCResponse(id: .null, outcome: .failure(.parseError(error.message))))
+        }
+
+        switch document {
+        case .object:
+            guard let response = await respond(to: document, context: context) else {
+                return .noContent
+            }
+            return Self.reply(response)
+        case .array(let elements):
+            guard !elements.isEmpty else {
+                return Self.reply(JSONRPCResponse(id: .null, outcome: .failure(.invalidRequest("the batch is empty"))))
+            }
+            guard elements.count <= maxBatchSize else {
+                let error = JSONRPCError.invalidRequest(
+                    "batch of \(elements.count) requests exceeds the limit of \(maxBatchSize)"
+                )
+                return Self.reply(JSONRPCResponse(id: .null, outcome: .failure(error)))
+            }
+            let responses = await respond(toBatch: elements, context: context)
+            guard !responses.isEmpty else {
+                return .noContent
+            }
+            return .json(JSONValue.array(responses.map(\.jsonValue)).serialized())
+        case .null, .bool, .number, .string:
+            let error = JSONRPCError.invalidRequest("expected a request object or a batch array")
+            return Self.reply(JSONRPCResponse(id: .null, outcome: .failure(error)))
+        }
+    }
+
+    /// The response to one request object (a body or one batch element), or
+    /// `nil` for a notification.
+    ///
+    /// Exposed so that a transport or a test can drive single elements; the
+    /// method runs in the calling task.
+    public func respond(to element: JSONValue, context: Context) async -> JSONRPCResponse? {
+        switch Self.decode(element) {
+        case .failure(let failed):
+            return JSONRPCResponse(id: failed.id ?? .null, outcome: .failure(failed.error))
+        case .success(let request):
+            return await call(request, context: context)
+        }
+    }
+
+    /// Validates one request object (a body or one batch element).
+    ///
+    /// The id is read first so that every later complaint can be answered
+    /// under it; an id of the wrong type is itself the complaint, answered
+    /// under `null`. Members other than the four of the specification are
+    /// ignored, as the specification does not forbid them.
+    public static func decode(_ value: JSONValue) -> Result<JSONRPCRequest, JSONRPCFailedRequest> {
+        guard case .object(let object) = value else {
+            return .failure(JSONRPCFailedRequest(id: nil, error: .invalidRequest("expected a request object")))
+        }
+
+        var id: JSONRPCID?
+        if let idValue = object["id"] {
+            guard let readable = JSONRPCID(jsonValue: idValue) else {
+                return .failure(JSONRPCFailedRequest(
+                    id: nil,
+                    error: .invalidRequest(#""id" must be a string, a number or null"#)
+                ))
+            }
+            id = readable
+        }
+
+        guard object["jsonrpc"] == .string("2.0") else {
+            return .failure(JSONRPCFailedRequest(id: id, error: .invalidRequest(#""jsonrpc" must be exactly "2.0""#)))
+        }
+        guard case .string(let method)? = object["method"] else {
+            return .failure(JSONRPCFailedRequest(id: id, error: .invalidRequest(#""method" must be a string"#)))
+        }
+        let params: JSONRPCParams?
+        switch object["params"] {
+        case nil:
+            params = nil
+        case .object(let named)?:
+            params = .object(named)
+        case .array(let positional)?:
+            params = .array(positional)
+        case .null?, .bool?, .number?, .string?:
+            return .failure(JSONRPCFailedRequest(
+                id: id,
+                error: .invalidRequest(#""params" must be an object or an array"#)
+            ))
+        }
+        return .success(JSONRPCRequest(id: id, method: method, params: params))
+    }
+
+    // MARK: - Internals
+
+    /// Runs a valid request; `nil` for a notification.
+    private func call(_ request: JSONRPCRequest, context: Context) async -> JSONRPCResponse? {
+        let outcome: Result<JSONValue, JSONRPCError>
+        if let method = methods[request.method] {
+            outcome = await method(request, context)
+        } else {
+            outcome = .failure(.methodNotFound(request.method))
+        }
+        guard let id = request.id else { return nil }
+        return JSONRPCResponse(id: id, outcome: outcome)
+    }
+
+    /// Answers a batch: invalid elements at once, valid ones concurrently,
+    /// everything back in batch order without the notifications.
+    private func respond(toBatch elements: [JSONValue], context: Context) async -> [JSONRPCResponse] {
+        var slots = [JSONRPCResponse?](repeating: nil, count: elements.count)
+        await withTaskGroup(of: (Int, JSONRPCResponse?).self) { group in
+            for (index, element) in elements.enumerated() {
+                switch Self.decode(element) {
+                case .failure(let failed):
+                    slots[index] = JSONRPCResponse(id: failed.id ?? .null, outcome: .failure(failed.error))
+                case .success(let request):
+                    group.addTask {
+                        (index, await call(request, context: context))
+                    }
+                }
+            }
+            for await (index, response) in group {
+                slots[index] = response
+            }
+        }
+        return slots.compactMap(\.self)
+    }
+
+    private static func reply(_ response: JSONRPCResponse) -> JSONRPCReply {
+        .json(response.jsonValue.serialized())
+    }
+}

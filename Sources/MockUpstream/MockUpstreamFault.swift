@@ -1,0 +1,15 @@
+/// How the test upstream misbehaves for one request.
+public enum MockUpstreamFault: Sendable, Equatable {
+    /// Answer normally, after a delay.
+    case delay(milliseconds: Int)
+    /// Answer with this status (and `Retry-After` when given) and a small JSON body.
+    case status(Int, retryAfterSeconds: Int? = nil)
+    /// A 200 whose body is not JSON.
+    case invalidJSON
+    /// A 200 whose first item lacks its `title`.
+    case missingField
+    /// Reset the TCP connection instead of answering.
+    case reset
+    /// Never answer.
+    case hang
+}

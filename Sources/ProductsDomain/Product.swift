@@ -1,0 +1,52 @@
+public import JSONRPC
+
+/// One product of a `products.fetch` result, normalized from the upstream's description.
+public struct Product: Sendable, Equatable {
+    /// The product identifier.
+    public let productIdentifier: String
+    /// The title in the requested language (as far as the upstream had it).
+    public let localizedTitle: String
+    /// The description in the requested language.
+    public let localizedDescription: String
+    /// The icon's address, if any.
+    public let iconURL: String?
+    /// The price in the resolved region.
+    public let price: Money
+    /// The renewal period; non-`nil` exactly when the product is a subscription.
+    public let subscriptionPeriod: SubscriptionPeriod?
+    /// The subscription group, if any.
+    public let subscriptionGroupIdentifier: String?
+    /// The introductory offer, if any.
+    public let introductoryPrice: UpstreamOffer?
+    /// The discount offer, if any.
+    public let discountedPrice: UpstreamOffer?
+
+    /// Normalizes an upstream item: names change to the public API's, the rest is carried as is.
+    public init(_ upstream: UpstreamProduct) {
+        self.productIdentifier = upstream.id
+        self.localizedTitle = upstream.title
+        self.localizedDescription = upstream.description
+        self.iconURL = upstream.iconURL
+        self.price = upstream.price
+        self.subscriptionPeriod = upstream.subscription?.period
+        self.subscriptionGroupIdentifier = upstream.subscription?.groupID
+        self.introductoryPrice = upstream.subscription?.introductoryOffer
+        self.discountedPrice = upstream.subscription?.discountOffer
+    }
+
+    /// The product as a result item: every key present, `null` where the product
+    /// has no value, in the order of the contract's example.
+    public var jsonValue: JSONValue {
+        .object(JSONObject([
+            ("productIdentifier", .string(productIdentifier)),
+            ("localizedTitle", .string(localizedTitle)),
+            ("localizedDescription", .string(localizedDescription)),
+            ("iconUrl", iconURL.map(JSONValue.string) ?? .null),
+            ("price", price.jsonValue),
+            ("subscriptionPeriod", subscriptionPeriod?.jsonValue ?? .null),
+            ("subscriptionGroupIdentifier", subscriptionGroupIdentifier.map(JSONValue.string) ?? .null),
+            ("introductoryPrice", introductoryPrice?.jsonValue ?? .null),
+            ("discountedPrice", discountedPrice?.jsonValue ?? .null),
+        ]))
+    }
+}

@@ -1,0 +1,25 @@
+public import JSONRPC
+
+/// The country a call is answered for, and where it came from.
+public struct ResolvedRegion: Sendable, Equatable {
+    /// The country sent upstream and reported back.
+    public let countryCode: CountryCode
+    /// The resolution step that gave it.
+    public let source: RegionSource
+
+    /// - Parameters:
+    ///   - countryCode: The country.
+    ///   - source: The resolution step that gave it.
+    public init(countryCode: CountryCode, source: RegionSource) {
+        self.countryCode = countryCode
+        self.source = source
+    }
+
+    /// The result's `region` member: `{"countryCode":"DE","source":"explicit"}`.
+    public var jsonValue: JSONValue {
+        .object(JSONObject([
+            ("countryCode", .string(countryCode.text)),
+            ("source", .string(source.rawValue)),
+        ]))
+    }
+}

@@ -1,0 +1,26 @@
+public import JSONRPC
+
+/// An introductory or discount offer: a price for a period.
+public struct UpstreamOffer: Sendable, Equatable {
+    /// What the offer costs for its period.
+    public let price: Money
+    /// How long the offer lasts.
+    public let period: SubscriptionPeriod
+
+    /// - Parameters:
+    ///   - price: What the offer costs.
+    ///   - period: How long it lasts.
+    public init(price: Money, period: SubscriptionPeriod) {
+        self.price = price
+        self.period = period
+    }
+
+    /// The result's offer shape (`introductoryPrice`, `discountedPrice`):
+    /// `{"price": {...}, "period": {...}}`.
+    public var jsonValue: JSONValue {
+        .object(JSONObject([
+            ("price", price.jsonValue),
+            ("period", period.jsonValue),
+        ]))
+    }
+}

@@ -1,0 +1,156 @@
+import ArgumentParser
+import Foundation
+import GatewayService
+import Logging
+
+/// `products-gateway serve` (the default): runs the gateway until SIGTERM or SIGINT.
+struct ServeCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "serve",
+        abstract: "Serve the gateway (the default subcommand)."
+    )
+
+    @Option(name: .customLong(ConfigurationVariable.listen.flag), help: Self.help(.listen, "Address and port to serve on."))
+    var listen: String?
+
+    @Option(name: .customLong(ConfigurationVariable.workers.flag), help: Self.help(.workers, "Event-loop threads."))
+    var workers: String?
+
+    @Option(name: .customLong(ConfigurationVariable.upstreamURL.flag), help: Self.help(.upstreamURL, "https://host[:port][/base] of the Onside upstream; unset serves the embedded catalog."))
+    var upstreamURL: String?
+
+    @Option(name: .customLong(ConfigurationVariable.appID.flag), help: Self.help(.appID, "The Onside app whose products are served."))
+    var appID: String?
+
+    @Option(name: .customLong(ConfigurationVariable.apiToken.flag), help: Self.help(.apiToken, "Bearer token for the upstream (prefer the file form; flags show in process lists)."))
+    var apiToken: String?
+
+    @Option(name: .customLong(ConfigurationVariable.apiTokenFile.flag), help: Self.help(.apiTokenFile, "File holding the upstream bearer token."))
+    var apiTokenFile: String?
+
+    @Option(name: .customLong(ConfigurationVariable.caFile.flag), help: Self.help(.caFile, "PEM file of CA certificates to trust for the upstream."))
+    var caFile: String?
+
+    @Option(name: .customLong(ConfigurationVariable.catalog.flag), help: Self.help(.catalog, "Catalog file served when no upstream URL is set."))
+    var catalog: String?
+
+    @Option(name: .customLong(ConfigurationVariable.defaultCountry.flag), help: Self.help(.defaultCountry, "Default country assumption (ISO 3166-1 alpha-2)."))
+    var defaultCountry: String?
+
+    @Option(name: .customLong(ConfigurationVariable.maxIDs.flag), help: Self.help(.maxIDs, "Most identifiers in one call."))
+    var maxIDs: String?
+
+    @Option(name: .customLong(ConfigurationVariable.maxBatch.flag), help: Self.help(.maxBatch, "Most requests in one JSON-RPC batch."))
+    var maxBatch: String?
+
+    @Option(name: .customLong(ConfigurationVariable.maxBodyBytes.flag), help: Self.help(.maxBodyBytes, "Largest request body."))
+    var maxBodyBytes: String?
+
+    @Option(name: .customLong(ConfigurationVariable.requestTimeoutMS.flag), help: Self.help(.requestTimeoutMS, "A call's own deadline, in milliseconds."))
+    var requestTimeoutMS: String?
+
+    @Option(name: .customLong(ConfigurationVariable.apiKeys.flag), help: Self.help(.apiKeys, "Comma-separated API keys; when set, /rpc needs Authorization: Bearer <key>."))
+    var apiKeys: String?
+
+    @Option(name: .customLong(ConfigurationVariable.apiKeysFile.flag), help: Self.help(.apiKeysFile, "File of API keys, one per line."))
+    var apiKeysFile: String?
+
+    @Option(name: .customLong(ConfigurationVariable.upstreamTimeoutMS.flag), help: Self.help(.upstreamTimeoutMS, "Deadline of one upstream attempt, in milliseconds."))
+    var upstreamTimeoutMS: String?
+
+    @Option(name: .customLong(ConfigurationVariable.upstreamMaxIDs.flag), help: Self.help(.upstreamMaxIDs, "Most identifiers in one upstream call."))
+    var upstreamMaxIDs: String?
+
+    @Option(name: .customLong(ConfigurationVariable.upstreamConcurrency.flag), help: Self.help(.upstreamConcurrency, "Most upstream calls in flight at once."))
+    var upstreamConcurrency: String?
+
+    @Option(name: .customLong(ConfigurationVariable.upstreamRetries.flag), help: Self.help(.upstreamRetries, "Extra attempts after a connection error, 502, 503 or 504."))
+    var upstreamRetries: String?
+
+    @Option(name: .customLong(ConfigurationVariable.cacheMaxTTLSeconds.flag), help: Self.help(.cacheMaxTTLSeconds, "Cap on how long an upstream answer is reused, in seconds (0: never)."))
+    var cacheMaxTTLSeconds: String?
+
+    @Option(name: .customLong(ConfigurationVariable.shutdownGraceMS.flag), help: Self.help(.shutdownGraceMS, "Time calls in flight get to finish after SIGTERM or SIGINT, in milliseconds."))
+    var shutdownGraceMS: String?
+
+    @Option(name: .customLong(ConfigurationVariable.logLevel.flag), help: Self.help(.logLevel, "trace, debug, info, notice, warning, error or critical."))
+    var logLevel: String?
+
+    @Option(name: .customLong(ConfigurationVariable.logFormat.flag), help: Self.help(.logFormat, "json or text."))
+    var logFormat: String?
+
+    /// The flags that were given, keyed by their variable.
+    var overrides: [ConfigurationVariable: String] {
+        let pairs: [(ConfigurationVariable, String?)] = [
+            (.listen, listen),
+            (.workers, workers),
+            (.upstreamURL, upstreamURL),
+            (.appID, appID),
+            (.apiToken, apiToken),
+            (.apiTokenFile, apiTokenFile),
+            (.caFile, caFile),
+            (.catalog, catalog),
+            (.defaultCountry, defaultCountry),
+            (.maxIDs, maxIDs),
+            (.maxBatch, maxBatch),
+            (.maxBodyBytes, maxBodyBytes),
+            (.requestTimeoutMS, requestTimeoutMS),
+            (.apiKeys, apiKeys),
+            (.apiKeysFile, apiKeysFile),
+            (.upstreamTimeoutMS, upstreamTimeoutMS),
+            (.upstreamMaxIDs, upstreamMaxIDs),
+            (.upstreamConcurrency, upstreamConcurrency),
+            (.upstreamRetries, upstreamRetries),
+            (.cacheMaxTTLSeconds, cacheMaxTTLSeconds),
+            (.shutdownGraceMS, shutdownGraceMS),
+            (.logLevel, logLevel),
+            (.logFormat, logFormat),
+        ]
+        var result: [ConfigurationVariable: String] = [:]
+        for case let (variable, value?) in pairs { result[variable] = value }
+        return result
+    }
+
+    static func help(_ variable: ConfigurationVariable, _ text: String) -> ArgumentHelp {
+        ArgumentHelp("\(text) Env: \(variable.rawValue). Default: \(variable.defaultDescription).", valueName: "value")
+    }
+
+    func run() async throws {
+        let configuration: GatewayConfiguration
+        do {
+            configuration = try GatewayConfiguration.load(environment: ProcessInfo.processInfo.environment, overrides: overrides)
+        } catch {
+            FileHandle.standardError.write(Data("products-gateway: \(error)\n".utf8))
+            throw ExitCode(2)
+        }
+        let level = Logger.Level(rawValue: configuration.logLevel) ?? .info
+        let format = configuration.logFormat
+        LoggingSystem.bootstrap { _ in GatewayLogHandler(format: format, level: level) }
+        let logger = Logger(label: "products-gateway")
+        var summary: Logger.Metadata = [:]
+        for (name, value) in configuration.redactedSummary { summary[name] = "\(value)" }
+        logger.info("starting products-gateway", metadata: summary)
+
+        let signals = ShutdownSignals()
+        let application: GatewayApplication
+        let port: Int
+        do {
+            application = try GatewayApplication(configuration: configuration, logger: logger)
+            port = try application.start()
+        } catch let error as ConfigurationError {
+            logger.critical("cannot start: \(error)")
+            FileHandle.standardError.write(Data("products-gateway: \(error)\n".utf8))
+            throw ExitCode(2)
+        } catch {
+            let message = "invalid GATEWAY_LISTEN (--listen): \(error)"
+            logger.critical("cannot start: \(message)")
+            FileHandle.standardError.write(Data("products-gateway: \(message)\n".utf8))
+            throw ExitCode(2)
+        }
+        logger.info("listening", metadata: ["address": "\(configuration.listenHost):\(port)", "port": "\(port)"])
+        let signal = await signals.first()
+        logger.info("shutting down", metadata: ["signal": "\(signal)", "graceMs": "\(configuration.shutdownGraceMS)"])
+        await application.shutdown(grace: .milliseconds(configuration.shutdownGraceMS))
+        logger.info("stopped")
+    }
+}

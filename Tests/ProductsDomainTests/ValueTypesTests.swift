@@ -1,0 +1,93 @@
+import JSONRPC
+import ProductsDomain
+import Testing
+
+@Suite("Country codes, language tags, identifiers, amounts, periods")
+struct ValueTypesTests {
+    @Test func countryCodesAreTheAssignedOnes() {
+        #expect(CountryCode("de")?.text == "DE")
+        #expect(CountryCode("Gb")?.text == "GB")
+        for assigned in ["AX", "BQ", "CW", "SS", "SX", "ZW", "AQ", "UM"] {
+            #expect(CountryCode(assigned) != nil, "\(assigned)")
+        }
+        for unassigned in ["XX", "EU", "UK", "XK", "AA", "ZZ", "QO", "", "D", "DEU", "D1", "ÄÖ", " DE"] {
+            #expect(CountryCode(unassigned) == nil, "\(unassigned)")
+        }
+    }
+
+    @Test func allAndOnly249CodesAreAssigned() {
+        let letters = (UInt8(ascii: "A")...UInt8(ascii: "Z")).map { String(UnicodeScalar($0)) }
+        let assigned = letters.flatMap { first in letters.map { first + $0 } }.filter { CountryCode($0) != nil }
+        #expect(assigned.count == 249)
+    }
+
+    @Test(arguments: [
+        ("de", "de", "de"), ("DE", "de", "de"), ("de-de", "de-DE", "de"), ("pt-br", "pt-BR", "pt"),
+        ("es-419", "es-419", "es"), ("sr-latn-rs", "sr-Latn-RS", "sr"), ("zh-HANT", "zh-Hant", "zh"),
+        ("de-CH-1996", "de-CH-1996", "de"), ("sl-Rozaj-biske", "sl-rozaj-biske", "sl"), ("und", "und", "und"),
+        ("en-abcdefgh-bcdefghi-cdefghij-defgh", "en-abcdefgh-bcdefghi-cdefghij-defgh", "en"),
+    ])
+    func wellFormedLanguageTags(input: String, text: String, primary: String) {
+        let tag = LanguageTag(input)
+        #expect(tag?.text == text)
+        #expect(tag?.primaryLanguage == primary)
+    }
+
+    @Test(arguments: [
+        "", "d", "deutsch", "de-", "-de", "de--DE", "de_DE", "de DE", "en-US-x-private", "en-u-ca-gregory",
+        "i-klingon", "zh-yue", "de-DE-DE", "sl-rozaj-rozaj", "de-12", "en-abcdefgh-bcdefghi-cdefghij-defghi", "dé",
+    ])
+    func malformedLanguageTags(input: String) {
+        #expect(LanguageTag(input) == nil)
+    }
+
+    @Test func productIdentifiers() {
+        #expect(ProductIdentifier("premium_monthly")?.text == "premium_monthly")
+        #expect(ProductIdentifier("com.example.Pro-1")?.text == "com.example.Pro-1")
+        #expect(ProductIdentifier(String(repeating: "x", count: 128)) != nil)
+        for bad in ["", String(repeating: "x", count: 129), "a b", "a/b", "a,b", "a%2C", "ü"] {
+            #expect(ProductIdentifier(bad) == nil, "\(bad)")
+        }
+    }
+
+    @Test func decimalAmountsKeepTheirDigits() {
+        for good in ["0", "0.00", "9.99", "1200", "10.5", "0.0001", String(repeating: "9", count: 32)] {
+            #expect(DecimalAmount(good)?.text == good)
+            #expect(DecimalAmount(good)?.jsonValue == .number(good))
+        }
+        for bad in ["", ".5", "5.", "-1", "+1", "1e3", "007", "00.5", " 1", "1,5", "1.2.3", "NaN", String(repeating: "9", count: 33)] {
+            #expect(DecimalAmount(bad) == nil, "\(bad)")
+        }
+        #expect(JSONValue.array([DecimalAmount("9.99")!.jsonValue, DecimalAmount("0.00")!.jsonValue]).serializedString == "[9.99,0.00]")
+    }
+
+    @Test func currencyCodes() {
+        #expect(CurrencyCode("EUR")?.text == "EUR")
+        #expect(CurrencyCode("jpy")?.text == "JPY")
+        for bad in ["", "EU", "EURO", "E1R", "€"] {
+            #expect(CurrencyCode(bad) == nil, "\(bad)")
+        }
+    }
+
+    @Test(arguments: [
+        ("P1D", PeriodUnit.day, 1), ("P7D", .day, 7), ("P1W", .week, 1), ("P12M", .month, 12), ("P1Y", .year, 1),
+        ("P9999Y", .year, 9999), ("P01M", .month, 1),
+    ])
+    func periods(text: String, unit: PeriodUnit, count: Int) {
+        let period = SubscriptionPeriod(iso8601: text)
+        #expect(period?.unit == unit)
+        #expect(period?.numberOfUnits == count)
+    }
+
+    @Test(arguments: ["", "P", "PM", "1M", "P0M", "P10000D", "P00001D", "P1H", "PT1H", "P1m", "P-1M", "P1.5M", "P1Y2M", " P1M", "P1M "])
+    func badPeriods(text: String) {
+        #expect(SubscriptionPeriod(iso8601: text) == nil)
+    }
+
+    @Test func periodOutput() {
+        let week = SubscriptionPeriod(iso8601: "P07D")!
+        #expect(week.iso8601 == "P7D")
+        #expect(week.jsonValue.serializedString == #"{"unit":"day","numberOfUnits":7}"#)
+        #expect(SubscriptionPeriod(unit: .month, numberOfUnits: 0) == nil)
+    }
+}
