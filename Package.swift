@@ -8,6 +8,12 @@ let strictSwift: [SwiftSetting] = [
     .enableUpcomingFeature("MemberImportVisibility"),
 ]
 
+/// Tests import what they use too, but member visibility is relaxed there:
+/// a test reads values across several modules at once.
+let testSwift: [SwiftSetting] = [
+    .enableUpcomingFeature("ExistentialAny"),
+]
+
 let package = Package(
     name: "products-gateway",
     platforms: [.macOS(.v15)],
@@ -87,13 +93,13 @@ let package = Package(
         ),
 
         // MARK: Tests.
-        .testTarget(name: "JSONRPCTests", dependencies: ["JSONRPC"], swiftSettings: strictSwift),
-        .testTarget(name: "ProductsDomainTests", dependencies: ["ProductsDomain", "JSONRPC"], swiftSettings: strictSwift),
-        .testTarget(name: "GatewayServiceTests", dependencies: ["GatewayService", "ProductsDomain", "JSONRPC"], swiftSettings: strictSwift),
+        .testTarget(name: "JSONRPCTests", dependencies: ["JSONRPC"], swiftSettings: testSwift),
+        .testTarget(name: "ProductsDomainTests", dependencies: ["ProductsDomain", "JSONRPC"], swiftSettings: testSwift),
+        .testTarget(name: "GatewayServiceTests", dependencies: ["GatewayService", "ProductsDomain", "JSONRPC"], swiftSettings: testSwift),
         .testTarget(
             name: "IntegrationTests",
             dependencies: ["GatewayService", "MockUpstream", "EventTransport", "JSONRPC", "ProductsDomain", "ProductsGatewayCLI", "MockUpstreamCLI"],
-            swiftSettings: strictSwift
+            swiftSettings: testSwift
         ),
     ]
 )

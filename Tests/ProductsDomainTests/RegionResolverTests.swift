@@ -40,6 +40,7 @@ struct RegionResolverTests {
         #expect(SystemLocale(environment: ["LC_ALL": "C.UTF-8", "LANG": "de_DE.UTF-8"]).localeName == "C.UTF-8")
         #expect(SystemLocale(environment: ["LC_ALL": "", "LANG": "de_DE.UTF-8"]).localeName == "de_DE.UTF-8")
         #expect(SystemLocale(environment: [:]).localeName == nil)
+        #expect(SystemLocale(environment: ["LC_ALL": "", "LANG": ""]).localeName == nil)
     }
 
     private let de = CountryCode("DE")!

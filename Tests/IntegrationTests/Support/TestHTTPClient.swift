@@ -1,0 +1,177 @@
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A response as read off the socket.
+struct RawHTTPResponse: Sendable {
+    let status: Int
+    let headers: [(name: String, value: String)]
+    let body: [UInt8]
+
+    func header(_ name: String) -> String? {
+        headers.first { $0.name.lowercased() == name.lowercased() }?.value
+    }
+
+    var bodyText: String { String(decoding: body, as: UTF8.self) }
+}
+
+/// A blocking HTTP/1.1 client over a real TCP socket, for tests. Every call
+/// runs on a thread of its own so it never blocks Swift's cooperative pool
+/// (which the server under test needs).
+final class TestHTTPConnection: @unchecked Sendable {
+    // @unchecked: used by one test at a time; each call completes before the next.
+    private let fd: Int32
+    private var buffer: [UInt8] = []
+
+    init(port: Int) throws {
+        fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { throw TestHTTPError("socket failed") }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = in_port_t(UInt16(port).bigEndian)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let result = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        guard result == 0 else {
+            close(fd)
+            throw TestHTTPError("connect to port \(port) failed: \(String(cString: strerror(errno)))")
+        }
+        var timeout = timeval(tv_sec: 20, tv_usec: 0)
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+    }
+
+    deinit { close(fd) }
+
+    /// Sends raw bytes (a request, or garbage).
+    func sendRaw(_ bytes: [UInt8]) async throws {
+        try await onThread {
+            var offset = 0
+            while offset < bytes.count {
+                let written = bytes[offset...].withUnsafeBytes { send(self.fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+                guard written > 0 else { throw TestHTTPError("send failed: \(String(cString: strerror(errno)))") }
+                offset += written
+            }
+        }
+    }
+
+    /// Sends one request and reads its response.
+    func request(
+        _ method: String,
+        _ path: String,
+        headers: [(String, String)] = [],
+        body: [UInt8] = [],
+        contentType: String? = "application/json"
+    ) async throws -> RawHTTPResponse {
+        var head = "\(method) \(path) HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+        if let contentType { head += "Content-Type: \(contentType)\r\n" }
+        for (name, value) in headers { head += "\(name): \(value)\r\n" }
+        if method != "GET" && method != "HEAD" || !body.isEmpty { head += "Content-Length: \(body.count)\r\n" }
+        head += "\r\n"
+        try await sendRaw(Array(head.utf8) + body)
+        return try await readResponse(isHead: method == "HEAD")
+    }
+
+    /// Reads one response (Content-Length, chunked, or to end of stream).
+    func readResponse(isHead: Bool = false) async throws -> RawHTTPResponse {
+        try await onThread { try self.readResponseBlocking(isHead: isHead) }
+    }
+
+    /// True when the server has closed the connection (reads end of stream).
+    func isClosedByPeer() async -> Bool {
+        (try? await onThread { () -> Bool in
+            if !self.buffer.isEmpty { return false }
+            var byte: UInt8 = 0
+            return recv(self.fd, &byte, 1, 0) <= 0
+        }) ?? true
+    }
+
+    private func readResponseBlocking(isHead: Bool) throws -> RawHTTPResponse {
+        let headerEnd = try readUntil(Array("\r\n\r\n".utf8))
+        let head = String(decoding: buffer[..<headerEnd], as: UTF8.self)
+        buffer.removeFirst(headerEnd + 4)
+        var lines = head.components(separatedBy: "\r\n")
+        let statusLine = lines.removeFirst().split(separator: " ")
+        guard statusLine.count >= 2, let status = Int(statusLine[1]) else { throw TestHTTPError("bad status line: \(head)") }
+        let headers = lines.compactMap { line -> (name: String, value: String)? in
+            guard let colon = line.firstIndex(of: ":") else { return nil }
+            return (String(line[..<colon]), line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces))
+        }
+        func header(_ name: String) -> String? { headers.first { $0.name.lowercased() == name }?.value }
+        var body: [UInt8] = []
+        if isHead || status == 204 || status == 304 {
+            body = []
+        } else if let length = header("content-length").flatMap(Int.init) {
+            try fill(length)
+            body = Array(buffer[..<length])
+            buffer.removeFirst(length)
+        } else if header("transfer-encoding")?.lowercased() == "chunked" {
+            while true {
+                let lineEnd = try readUntil(Array("\r\n".utf8))
+                let size = Int(String(decoding: buffer[..<lineEnd], as: UTF8.self), radix: 16) ?? 0
+                buffer.removeFirst(lineEnd + 2)
+                try fill(size + 2)
+                body += buffer[..<size]
+                buffer.removeFirst(size + 2)
+                if size == 0 { break }
+            }
+        } else {
+            while readMore() {}
+            body = buffer
+            buffer = []
+        }
+        return RawHTTPResponse(status: status, headers: headers, body: body)
+    }
+
+    private func readUntil(_ marker: [UInt8]) throws -> Int {
+        while true {
+            if let index = find(marker) { return index }
+            guard readMore() else { throw TestHTTPError("connection closed before \(String(decoding: marker, as: UTF8.self).debugDescription)") }
+        }
+    }
+
+    private func fill(_ count: Int) throws {
+        while buffer.count < count {
+            guard readMore() else { throw TestHTTPError("connection closed with \(buffer.count) of \(count) bytes") }
+        }
+    }
+
+    private func find(_ marker: [UInt8]) -> Int? {
+        guard buffer.count >= marker.count else { return nil }
+        for index in 0...(buffer.count - marker.count) where buffer[index..<(index + marker.count)].elementsEqual(marker) {
+            return index
+        }
+        return nil
+    }
+
+    private func readMore() -> Bool {
+        var chunk = [UInt8](repeating: 0, count: 65536)
+        let count = recv(fd, &chunk, chunk.count, 0)
+        guard count > 0 else { return false }
+        buffer += chunk[..<count]
+        return true
+    }
+
+    private func onThread<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
+        try await withCheckedThrowingContinuation { continuation in
+            Thread { continuation.resume(with: Result { try work() }) }.start()
+        }
+    }
+}
+
+struct TestHTTPError: Error, CustomStringConvertible {
+    let description: String
+    init(_ description: String) { self.description = description }
+}
+
+/// One-shot helpers: a fresh connection per call.
+enum TestHTTP {
+    static func post(port: Int, path: String = "/rpc", json: String, headers: [(String, String)] = []) async throws -> RawHTTPResponse {
+        try await TestHTTPConnection(port: port).request("POST", path, headers: headers, body: Array(json.utf8))
+    }
+
+    static func get(port: Int, path: String, headers: [(String, String)] = []) async throws -> RawHTTPResponse {
+        try await TestHTTPConnection(port: port).request("GET", path, headers: headers, contentType: nil)
+    }
+}

@@ -1,0 +1,159 @@
+import JSONRPC
+import Testing
+
+/// Dispatch rules beyond the specification's examples: limits, notifications,
+/// bodies that are not requests, context, and batch concurrency.
+@Suite("JSON-RPC server")
+struct ServerTests {
+    let methods = SpecMethods()
+
+    @Test("a batch over the limit is one error object that gives the limit")
+    func batchLimit() async {
+        let server = methods.server(maxBatchSize: 2)
+        let call = #"{"jsonrpc":"2.0","method":"get_data","id":1}"#
+        #expect(await server.replyText(to: "[\(call),\(call),\(call)]", context: "")
+            == #"{"jsonrpc":"2.0","error":{"code":-32600,"message":"Invalid request: batch of 3 requests exceeds the limit of 2"},"id":null}"#)
+        // Nothing of a refused batch runs.
+        #expect(await methods.recorder.calls.isEmpty)
+
+        let result = #"{"jsonrpc":"2.0","result":["hello",5],"id":1}"#
+        #expect(await server.replyText(to: "[\(call),\(call)]", context: "") == "[\(result),\(result)]")
+    }
+
+    @Test("the batch limit counts elements, not requests answered")
+    func batchLimitCountsNotifications() async {
+        let server = methods.server(maxBatchSize: 1)
+        #expect(await server.replyText(to: #"[{"jsonrpc":"2.0","method":"notify_hello"},1]"#, context: "")
+            == #"{"jsonrpc":"2.0","error":{"code":-32600,"message":"Invalid request: batch of 2 requests exceeds the limit of 1"},"id":null}"#)
+    }
+
+    @Test("a single notification answers no content even when its method fails or is unknown", arguments: [
+        #"{"jsonrpc":"2.0","method":"nope"}"#,
+        #"{"jsonrpc":"2.0","method":"fail","params":[1]}"#,
+        #"{"jsonrpc":"2.0","method":"subtract","params":{"minuend":"x"}}"#,
+    ])
+    func notificationFailing(body: String) async {
+        #expect(await methods.server().replyText(to: body, context: "") == nil)
+    }
+
+    @Test("an invalid request without an id is answered under null, not treated as a notification")
+    func invalidWithoutID() async {
+        #expect(await methods.server().replyText(to: #"{"jsonrpc":"2.0","method":"sum","params":7}"#, context: "")
+            == #"{"jsonrpc":"2.0","error":{"code":-32600,"message":"Invalid request: \"params\" must be an object or an array"},"id":null}"#)
+        #expect(await methods.recorder.calls.isEmpty)
+    }
+
+    @Test("JSON that is neither an object nor an array", arguments: ["1", "null", "true", #""{}""#, " -0 "])
+    func notARequest(body: String) async {
+        #expect(await methods.server().replyText(to: body, context: "")
+            == #"{"jsonrpc":"2.0","error":{"code":-32600,"message":"Invalid request: expected a request object or a batch array"},"id":null}"#)
+    }
+
+    @Test("bodies that are not JSON", arguments: [
+        ("", "unexpected end of input at byte 0, expected a value"),
+        ("  \n", "unexpected end of input at byte 3, expected a value"),
+        (#"{"jsonrpc":"2.0","method":"m","id":1,}"#, "unexpected character '}' at byte 37, expected a member name in double quotes"),
+        (#"{"jsonrpc":"2.0","method":"m","id":01}"#, "leading zeros are not allowed in numbers at byte 35"),
+        (#"{"jsonrpc":"2.0","method":"m","id":1} {}"#, "unexpected character '{' at byte 38 after the JSON value"),
+    ])
+    func parseErrors(body: String, detail: String) async {
+        #expect(await methods.server().replyText(to: body, context: "")
+            == #"{"jsonrpc":"2.0","error":{"code":-32700,"message":"Parse error: \#(detail)"},"id":null}"#)
+    }
+
+    @Test("invalid UTF-8 in a body is a parse error")
+    func invalidUTF8Body() async {
+        let body = Array(#"{"jsonrpc":"2.0","method":"m"#.utf8) + [0xFF] + Array(#"","id":1}"#.utf8)
+        #expect(await methods.server().handle(body: body, context: "") == .json(Array(
+            #"{"jsonrpc":"2.0","error":{"code":-32700,"message":"Parse error: invalid UTF-8 at byte 28"},"id":null}"#.utf8
+        )))
+    }
+
+    @Test("the parser limits of the server apply to bodies")
+    func depthLimit() async {
+        let server = methods.server(limits: .init(maxDepth: 2))
+        #expect(await server.replyText(to: #"{"jsonrpc":"2.0","method":"sum","params":[1],"id":1}"#, context: "")
+            == #"{"jsonrpc":"2.0","result":1,"id":1}"#)
+        #expect(await server.replyText(to: #"{"jsonrpc":"2.0","method":"sum","params":[[1]],"id":1}"#, context: "")
+            == #"{"jsonrpc":"2.0","error":{"code":-32700,"message":"Parse error: nesting deeper than 2 levels at byte 42"},"id":null}"#)
+    }
+
+    @Test("a batch element that is itself a batch is invalid; the batch goes on")
+    func nestedBatch() async {
+        let body = #"[[{"jsonrpc":"2.0","method":"get_data","id":1}],{"jsonrpc":"2.0","method":"notify_hello"},{"jsonrpc":"2.0","method":"sum","params":[1,2],"id":2}]"#
+        #expect(await methods.server().replyText(to: body, context: "") == """
+            [{"jsonrpc":"2.0","error":{"code":-32600,"message":"Invalid request: expected a request object"},"id":null},\
+            {"jsonrpc":"2.0","result":3,"id":2}]
+            """)
+    }
+
+    @Test("a method's error object passes through with its data")
+    func methodError() async {
+        #expect(await methods.server().replyText(to: #"{"jsonrpc":"2.0","method":"fail","id":"f"}"#, context: "")
+            == #"{"jsonrpc":"2.0","error":{"code":-32602,"message":"Invalid params: always","data":{"reason":"testing","retryable":false}},"id":"f"}"#)
+    }
+
+    @Test("every method of a body gets the transport's context")
+    func context() async {
+        let server = methods.server()
+        #expect(await server.replyText(to: #"{"jsonrpc":"2.0","method":"context","id":1}"#, context: "req-42")
+            == #"{"jsonrpc":"2.0","result":"req-42","id":1}"#)
+        #expect(await server.replyText(to: #"[{"jsonrpc":"2.0","method":"context","id":1},{"jsonrpc":"2.0","method":"context","id":2}]"#, context: "req-43")
+            == #"[{"jsonrpc":"2.0","result":"req-43","id":1},{"jsonrpc":"2.0","result":"req-43","id":2}]"#)
+    }
+
+    @Test("respond(to:) answers one element, nil for a notification")
+    func respondToElement() async throws {
+        let server = methods.server()
+        let call = try JSONParser.parse(#"{"jsonrpc":"2.0","method":"sum","params":[2,3],"id":"s"}"#.utf8)
+        #expect(await server.respond(to: call, context: "") == JSONRPCResponse(id: .string("s"), outcome: .success(5)))
+        let notification = try JSONParser.parse(#"{"jsonrpc":"2.0","method":"sum","params":[2,3]}"#.utf8)
+        #expect(await server.respond(to: notification, context: "") == nil)
+        #expect(await server.respond(to: 1, context: "")
+            == JSONRPCResponse(id: .null, outcome: .failure(.invalidRequest("expected a request object"))))
+    }
+
+    @Test("batch elements run concurrently: two methods that each wait for the other both finish", .timeLimit(.minutes(1)))
+    func concurrentElements() async {
+        // Run one after the other, the first would wait forever for the
+        // second; the time limit only turns that hang into a failure.
+        let leftArrived = Gate()
+        let rightArrived = Gate()
+        let server = JSONRPCServer<Void>(maxBatchSize: 10, methods: [
+            "left": { _, _ in
+                await leftArrived.open()
+                await rightArrived.wait()
+                return .success("left")
+            },
+            "right": { _, _ in
+                await rightArrived.open()
+                await leftArrived.wait()
+                return .success("right")
+            },
+        ])
+        #expect(await server.replyText(to: #"[{"jsonrpc":"2.0","method":"left","id":1},{"jsonrpc":"2.0","method":"right","id":2}]"#, context: ())
+            == #"[{"jsonrpc":"2.0","result":"left","id":1},{"jsonrpc":"2.0","result":"right","id":2}]"#)
+    }
+
+    @Test("answers come back in batch order, not in completion order", .timeLimit(.minutes(1)))
+    func batchOrder() async {
+        // Each element finishes only after the one behind it has finished, so
+        // completion order is the reverse of batch order.
+        let gates = (0 ..< 4).map { _ in Gate() }
+        let server = JSONRPCServer<Void>(maxBatchSize: 10, methods: [
+            "step": { request, _ in
+                guard let index = request.params.flatMap({ if case .array(let values) = $0 { values.first?.intValue } else { nil } }) else {
+                    return .failure(.invalidParams("step takes [index]"))
+                }
+                if index + 1 < gates.count {
+                    await gates[index + 1].wait()
+                }
+                await gates[index].open()
+                return .success(.integer(index))
+            },
+        ])
+        let body = "[" + (0 ..< 4).map { #"{"jsonrpc":"2.0","method":"step","params":[\#($0)],"id":"e\#($0)"}"# }.joined(separator: ",") + "]"
+        let expected = "[" + (0 ..< 4).map { #"{"jsonrpc":"2.0","result":\#($0),"id":"e\#($0)"}"# }.joined(separator: ",") + "]"
+        #expect(await server.replyText(to: body, context: ()) == WireText(expected))
+    }
+}
