@@ -141,7 +141,7 @@ public final class MockUpstream: Sendable {
         }
         let language = request.headers["Accept-Language"].flatMap { LanguageTag($0) }
         let page = catalog.page(ids: identifiers, country: country, language: language)
-        var body = MockUpstreamBody.encode(page, country: country)
+        var body = page.upstreamBody(country: country)
         if fault == .missingField, case .object(var object) = body, case .array(var items)? = object["items"],
            case .object(var first)? = items.first {
             first["title"] = nil

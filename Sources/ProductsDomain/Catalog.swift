@@ -84,7 +84,7 @@ public struct Catalog: Sendable {
                 let path = "products[\(index)]"
                 let product = try Self.product(JSONFieldReader(value, path: path), defaultLanguage: language)
                 guard products[product.id] == nil else {
-                    throw JSONFieldReader.Failure(path: "\(path).id", problem: "\(ParamsText.quoted(product.id)) appears more than once")
+                    throw JSONFieldReader.Failure(path: "\(path).id", problem: "\(MessageText.quoted(product.id)) appears more than once")
                 }
                 products[product.id] = product
                 order.append(product.id)
@@ -137,14 +137,14 @@ public struct Catalog: Sendable {
         guard ProductIdentifier.isValid(id) else {
             throw JSONFieldReader.Failure(
                 path: reader.path("id"),
-                problem: "\(ParamsText.quoted(id)) is not a product identifier: \(ProductIdentifier.formDescription)"
+                problem: "\(MessageText.quoted(id)) is not a product identifier: \(ProductIdentifier.formDescription)"
             )
         }
         let localizations = try self.localizations(reader.object("localizations"))
         guard localizations[defaultLanguage.text] != nil else {
             throw JSONFieldReader.Failure(
                 path: reader.path("localizations"),
-                problem: "no entry for the defaultLanguage \(ParamsText.quoted(defaultLanguage.text))"
+                problem: "no entry for the defaultLanguage \(MessageText.quoted(defaultLanguage.text))"
             )
         }
         let prices = try self.prices(reader.object("prices"))
@@ -216,7 +216,7 @@ public struct Catalog: Sendable {
 
     private static func languageTag(_ text: String, path: String) throws(JSONFieldReader.Failure) -> LanguageTag {
         guard let tag = LanguageTag(text) else {
-            throw JSONFieldReader.Failure(path: path, problem: "\(ParamsText.quoted(text)) is not a well-formed BCP 47 language tag")
+            throw JSONFieldReader.Failure(path: path, problem: "\(MessageText.quoted(text)) is not a well-formed BCP 47 language tag")
         }
         return tag
     }

@@ -58,8 +58,8 @@ public struct FetchProductsParams: Sendable, Equatable {
 
         for key in object.keys where !allowedNames.contains(key) {
             throw ParamsError(
-                param: ParamsText.truncated(key),
-                message: "unknown param \(ParamsText.quoted(key)); allowed: \(allowedNames.joined(separator: ", "))"
+                param: MessageText.truncated(key),
+                message: "unknown param \(MessageText.quoted(key)); allowed: \(allowedNames.joined(separator: ", "))"
             )
         }
 
@@ -81,7 +81,7 @@ public struct FetchProductsParams: Sendable, Equatable {
             throw ParamsError(param: name, message: "productIdentifiers is required: an array of 1 to \(limits.maxIdentifiers) product identifiers")
         }
         guard let entries = value.arrayValue else {
-            throw ParamsError(param: name, message: "productIdentifiers must be an array of strings, not \(ParamsText.kind(of: value))")
+            throw ParamsError(param: name, message: "productIdentifiers must be an array of strings, not \(MessageText.kind(of: value))")
         }
         guard !entries.isEmpty else {
             throw ParamsError(param: name, message: "productIdentifiers must hold at least 1 identifier")
@@ -90,12 +90,12 @@ public struct FetchProductsParams: Sendable, Equatable {
         var unique: [String] = []
         for (index, entry) in entries.enumerated() {
             guard let text = entry.stringValue else {
-                throw ParamsError(param: name, message: "productIdentifiers[\(index)] must be a string, not \(ParamsText.kind(of: entry))")
+                throw ParamsError(param: name, message: "productIdentifiers[\(index)] must be a string, not \(MessageText.kind(of: entry))")
             }
             guard ProductIdentifier.isValid(text) else {
                 throw ParamsError(
                     param: name,
-                    message: "productIdentifiers[\(index)] \(ParamsText.quoted(text)) is not a valid product identifier: \(ProductIdentifier.formDescription)"
+                    message: "productIdentifiers[\(index)] \(MessageText.quoted(text)) is not a valid product identifier: \(ProductIdentifier.formDescription)"
                 )
             }
             if seen.insert(text).inserted { unique.append(text) }
@@ -112,10 +112,10 @@ public struct FetchProductsParams: Sendable, Equatable {
     private static func parseCountry(_ value: JSONValue?, name: String) throws(ParamsError) -> CountryCode? {
         guard let value, !value.isNull else { return nil }
         guard let text = value.stringValue else {
-            throw ParamsError(param: name, message: "\(name) must be a string holding an ISO 3166-1 alpha-2 code, not \(ParamsText.kind(of: value))")
+            throw ParamsError(param: name, message: "\(name) must be a string holding an ISO 3166-1 alpha-2 code, not \(MessageText.kind(of: value))")
         }
         guard let code = CountryCode(text) else {
-            throw ParamsError(param: name, message: "\(name) \(ParamsText.quoted(text)) is not an assigned ISO 3166-1 alpha-2 country code")
+            throw ParamsError(param: name, message: "\(name) \(MessageText.quoted(text)) is not an assigned ISO 3166-1 alpha-2 country code")
         }
         return code
     }
@@ -124,12 +124,12 @@ public struct FetchProductsParams: Sendable, Equatable {
         let name = "language"
         guard let value, !value.isNull else { return nil }
         guard let text = value.stringValue else {
-            throw ParamsError(param: name, message: "language must be a string holding a BCP 47 language tag, not \(ParamsText.kind(of: value))")
+            throw ParamsError(param: name, message: "language must be a string holding a BCP 47 language tag, not \(MessageText.kind(of: value))")
         }
         guard let tag = LanguageTag(text) else {
             throw ParamsError(
                 param: name,
-                message: "language \(ParamsText.quoted(text)) is not a well-formed BCP 47 language tag such as de, de-DE or pt-BR"
+                message: "language \(MessageText.quoted(text)) is not a well-formed BCP 47 language tag such as de, de-DE or pt-BR"
             )
         }
         return tag

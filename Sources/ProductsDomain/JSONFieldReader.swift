@@ -26,7 +26,7 @@ struct JSONFieldReader {
     ///   - label: How to call it in a message when `path` is empty (the root).
     init(_ value: JSONValue, path: String, label: String = "body") throws(Failure) {
         guard let object = value.objectValue else {
-            throw Failure(path: path.isEmpty ? label : path, problem: "expected an object, got \(ParamsText.kind(of: value))")
+            throw Failure(path: path.isEmpty ? label : path, problem: "expected an object, got \(MessageText.kind(of: value))")
         }
         self.object = object
         self.path = path
@@ -87,39 +87,29 @@ struct JSONFieldReader {
     }
 
     func decimal(_ key: String) throws(Failure) -> DecimalAmount {
-        let expectation = "a decimal string such as \"4.99\""
-        let value = try required(key, expecting: expectation)
-        guard let text = value.stringValue else {
-            throw Failure(path: path(key), problem: "expected \(expectation), got \(ParamsText.kind(of: value))")
-        }
-        guard let amount = DecimalAmount(text) else {
-            throw Failure(path: path(key), problem: "expected \(expectation), got \(ParamsText.quoted(text))")
-        }
-        return amount
+        try formatted(key, expecting: "a decimal string such as \"4.99\"", DecimalAmount.init)
     }
 
     func currency(_ key: String) throws(Failure) -> CurrencyCode {
-        let expectation = "a three-letter ISO 4217 currency code"
-        let value = try required(key, expecting: expectation)
-        guard let text = value.stringValue else {
-            throw Failure(path: path(key), problem: "expected \(expectation), got \(ParamsText.kind(of: value))")
-        }
-        guard let currency = CurrencyCode(text) else {
-            throw Failure(path: path(key), problem: "expected \(expectation), got \(ParamsText.quoted(text))")
-        }
-        return currency
+        try formatted(key, expecting: "a three-letter ISO 4217 currency code", CurrencyCode.init)
     }
 
     func period(_ key: String) throws(Failure) -> SubscriptionPeriod {
-        let expectation = "an ISO 8601 period PnD, PnW, PnM or PnY with n from 1 to 9999"
+        try formatted(key, expecting: "an ISO 8601 period PnD, PnW, PnM or PnY with n from 1 to 9999") {
+            SubscriptionPeriod(iso8601: $0)
+        }
+    }
+
+    /// A string member that `make` accepts; a failure echoes the offending text.
+    private func formatted<Value>(_ key: String, expecting expectation: String, _ make: (String) -> Value?) throws(Failure) -> Value {
         let value = try required(key, expecting: expectation)
         guard let text = value.stringValue else {
-            throw Failure(path: path(key), problem: "expected \(expectation), got \(ParamsText.kind(of: value))")
+            throw Failure(path: path(key), problem: "expected \(expectation), got \(MessageText.kind(of: value))")
         }
-        guard let period = SubscriptionPeriod(iso8601: text) else {
-            throw Failure(path: path(key), problem: "expected \(expectation), got \(ParamsText.quoted(text))")
+        guard let result = make(text) else {
+            throw Failure(path: path(key), problem: "expected \(expectation), got \(MessageText.quoted(text))")
         }
-        return period
+        return result
     }
 
     /// An amount and a currency read from this object's `amount` and `currency` members.
@@ -129,14 +119,14 @@ struct JSONFieldReader {
 
     static func string(_ value: JSONValue, path: String) throws(Failure) -> String {
         guard let text = value.stringValue else {
-            throw Failure(path: path, problem: "expected a string, got \(ParamsText.kind(of: value))")
+            throw Failure(path: path, problem: "expected a string, got \(MessageText.kind(of: value))")
         }
         return text
     }
 
     static func array(_ value: JSONValue, path: String) throws(Failure) -> [JSONValue] {
         guard let array = value.arrayValue else {
-            throw Failure(path: path, problem: "expected an array, got \(ParamsText.kind(of: value))")
+            throw Failure(path: path, problem: "expected an array, got \(MessageText.kind(of: value))")
         }
         return array
     }

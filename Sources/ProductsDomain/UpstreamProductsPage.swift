@@ -15,6 +15,17 @@ public struct UpstreamProductsPage: Sendable, Equatable {
         self.notFound = notFound
     }
 
+    /// The items normalized and keyed by identifier, for `ProductsResult`. When the
+    /// upstream repeats an id the first item wins: building the dictionary with
+    /// unique-key initializers would trap on such a body.
+    public var productsByID: [String: Product] {
+        var products: [String: Product] = [:]
+        for item in items where products[item.id] == nil {
+            products[item.id] = Product(item)
+        }
+        return products
+    }
+
     /// Parses a `200` body of `GET /v1/apps/{appId}/products` (contract section 2).
     ///
     /// `items` is required, so that a `200` carrying some other JSON document is

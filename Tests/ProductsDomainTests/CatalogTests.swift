@@ -193,7 +193,11 @@ struct CatalogTests {
             Issue.record("expected unreadable, got \(String(describing: error))")
             return
         }
+        #expect(error == .unreadable(file: missing, detail: "no such file"))
         #expect(name == missing)
+        #expect(throws: CatalogError.unreadable(file: directory.path, detail: "it is a directory")) {
+            try Catalog(contentsOfFile: directory.path)
+        }
 
         let big = directory.appendingPathComponent("big.json")
         try Data(repeating: UInt8(ascii: " "), count: Catalog.maxBytes + 1).write(to: big)

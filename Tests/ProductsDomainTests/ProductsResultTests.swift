@@ -33,7 +33,7 @@ struct ProductsResultTests {
     static let germany = ResolvedRegion(countryCode: CountryCode("DE")!, source: .explicit)
 
     static func found(_ page: UpstreamProductsPage) -> [String: Product] {
-        Dictionary(page.items.map { ($0.id, Product($0)) }, uniquingKeysWith: { first, _ in first })
+        page.productsByID
     }
 
     @Test func contractExampleRoundTrip() throws {
@@ -88,6 +88,12 @@ struct ProductsResultTests {
         #expect(result.products.map(\.productIdentifier) == ["c", "a", "b"])
         #expect(result.invalidProductIdentifiers == ["x", "y"])
         #expect(result.jsonValue.objectValue?.keys == ["products", "invalidProductIdentifiers", "region"])
+    }
+
+    @Test func repeatedUpstreamItemKeepsTheFirst() throws {
+        let page = try UpstreamProductsPage.parse(Array(#"{"items":[{"id":"a","title":"first","description":"D","price":{"amount":"1","currency":"EUR"}},{"id":"a","title":"second","description":"D","price":{"amount":"2","currency":"EUR"}}]}"#.utf8))
+        #expect(page.productsByID.count == 1)
+        #expect(page.productsByID["a"]?.localizedTitle == "first")
     }
 
     @Test func nothingFound() {

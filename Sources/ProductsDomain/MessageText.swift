@@ -1,7 +1,7 @@
 import JSONRPC
 
-/// Wording helpers for error messages that echo what a caller sent.
-enum ParamsText {
+/// Wording for error messages that echo what a caller, the upstream or a catalog file sent.
+enum MessageText {
     /// Longest caller text echoed back, in characters; longer text is cut and marked with `…`.
     static let maxEchoed = 64
 

@@ -1,0 +1,99 @@
+@testable import GatewayService
+import Testing
+
+/// The waiters of one shared fetch, without sockets or tasks.
+@Suite("FetchPromiseStateMachine")
+struct FetchPromiseStateMachineTests {
+    struct Failure: Error, Equatable {
+        let reason: String
+    }
+
+    typealias Machine = FetchPromiseStateMachine<Result<Int, Failure>, String>
+
+    @Test func waitersSuspendUntilTheFetchCompletesThenAllGetTheValue() {
+        var machine = Machine()
+        #expect(isSuspend(machine.addWaiter(2, "second")))
+        #expect(isSuspend(machine.addWaiter(1, "first")))
+        #expect(machine.waiterCount == 2)
+
+        // Handed back in the order they were numbered, each exactly once.
+        #expect(machine.finish(.success(42)) == ["first", "second"])
+        #expect(machine.waiterCount == 0)
+        guard case .finished(.success(42)) = machine.state else {
+            Issue.record("expected finished with 42, got \(machine.state)")
+            return
+        }
+    }
+
+    @Test func aFailureReachesTheWaitersOfThisFetch() {
+        var machine = Machine()
+        _ = machine.addWaiter(0, "a")
+        _ = machine.addWaiter(1, "b")
+        #expect(machine.finish(.failure(Failure(reason: "serviceUnavailable"))) == ["a", "b"])
+    }
+
+    @Test func aWaiterArrivingAfterCompletionIsResumedAtOnce() {
+        var machine = Machine()
+        _ = machine.finish(.failure(Failure(reason: "appNotRegistered")))
+        guard case .resume(.failure(let failure)) = machine.addWaiter(7, "late") else {
+            Issue.record("a late waiter must be resumed at once")
+            return
+        }
+        #expect(failure.reason == "appNotRegistered")
+        #expect(machine.waiterCount == 0)
+    }
+
+    @Test func aWaiterLeavingIsHandedBackOnceAndTheOthersStillGetTheValue() {
+        var machine = Machine()
+        _ = machine.addWaiter(0, "stays")
+        _ = machine.addWaiter(1, "leaves")
+
+        #expect(machine.removeWaiter(1) == "leaves")
+        #expect(machine.removeWaiter(1) == nil)
+        #expect(machine.waiterCount == 1)
+        guard case .pending = machine.state else {
+            Issue.record("a waiter leaving must not end the fetch")
+            return
+        }
+        #expect(machine.finish(.success(1)) == ["stays"])
+    }
+
+    @Test func aWaiterLeavingAfterCompletionGetsNothingBack() {
+        var machine = Machine()
+        _ = machine.addWaiter(0, "a")
+        _ = machine.finish(.success(1))
+        #expect(machine.removeWaiter(0) == nil)
+        #expect(machine.removeWaiter(99) == nil)
+    }
+
+    @Test func removingEveryWaiterLeavesTheFetchRunning() {
+        var machine = Machine()
+        _ = machine.addWaiter(1, "b")
+        _ = machine.addWaiter(0, "a")
+        #expect(machine.removeAllWaiters() == ["a", "b"])
+        #expect(machine.removeAllWaiters().isEmpty)
+        #expect(machine.waiterCount == 0)
+
+        // The fetch still ends normally; nobody is left to resume, and a
+        // later waiter gets its outcome at once.
+        #expect(machine.finish(.success(5)).isEmpty)
+        guard case .resume(.success(5)) = machine.addWaiter(2, "c") else {
+            Issue.record("a waiter after completion must be resumed with the value")
+            return
+        }
+        #expect(machine.removeAllWaiters().isEmpty)
+    }
+
+    @Test func aNewWaiterCanJoinAfterAnotherLeft() {
+        var machine = Machine()
+        _ = machine.addWaiter(0, "a")
+        _ = machine.removeWaiter(0)
+        #expect(isSuspend(machine.addWaiter(1, "b")))
+        #expect(machine.finish(.success(3)) == ["b"])
+    }
+
+    private func isSuspend(_ action: Machine.WaitAction) -> Bool {
+        if case .suspend = action { return true }
+        return false
+    }
+}

@@ -1,0 +1,78 @@
+@testable import GatewayService
+import ProductsDomain
+import Testing
+
+/// The shared fetch with real tasks: waiters, each waiter's own deadline,
+/// and release at shutdown. No sockets.
+@Suite("SharedFetch")
+struct SharedFetchTests {
+    static let scope = FetchScope(appID: "demo", country: CountryCode("DE")!, language: nil)
+    static let page = SourcePage(page: UpstreamProductsPage(items: [], notFound: ["a"]), maxAgeSeconds: nil)
+    static let deadlineFailure = ProductsFetchFailure.cancelled(detail: "deadline")
+
+    @Test func everyWaiterGetsTheOutcome() async {
+        let fetch = SharedFetch(scope: Self.scope, identifiers: ["a"])
+        let far = ContinuousClock.now + .seconds(60)
+        async let first = fetch.outcome(until: far, onDeadline: Self.deadlineFailure)
+        async let second = fetch.outcome(until: far, onDeadline: Self.deadlineFailure)
+        try? await Task.sleep(for: .milliseconds(50))
+        fetch.finish(.failure(.appNotRegistered(upstreamStatus: 404)))
+        #expect(failure(of: await first) == .appNotRegistered(upstreamStatus: 404))
+        #expect(failure(of: await second) == .appNotRegistered(upstreamStatus: 404))
+        // A waiter after the end gets the outcome at once.
+        #expect(failure(of: await fetch.outcome(until: far, onDeadline: Self.deadlineFailure)) == .appNotRegistered(upstreamStatus: 404))
+    }
+
+    @Test func aWaiterWhoseDeadlinePassesLeavesAndTheOthersStillGetTheResult() async {
+        let fetch = SharedFetch(scope: Self.scope, identifiers: ["a"])
+        async let short = fetch.outcome(until: .now + .milliseconds(50), onDeadline: Self.deadlineFailure)
+        async let long = fetch.outcome(until: .now + .seconds(60), onDeadline: Self.deadlineFailure)
+        #expect(failure(of: await short) == Self.deadlineFailure)
+        fetch.finish(.success(Self.page))
+        guard case .success(let page) = await long else {
+            Issue.record("the long waiter must get the fetch's result")
+            return
+        }
+        #expect(page.page.notFound == ["a"])
+    }
+
+    /// A call that waits for its chunks one after another reaches the later
+    /// ones with its deadline already behind it: it must leave at once, not
+    /// wait for a fetch that may take much longer.
+    @Test func aWaiterArrivingAfterItsDeadlineLeavesAtOnce() async {
+        await withTaskGroup(of: SharedFetch.Outcome.self) { group in
+            var fetches: [SharedFetch] = []
+            for _ in 0..<200 {
+                let fetch = SharedFetch(scope: Self.scope, identifiers: ["a"])
+                fetches.append(fetch)
+                group.addTask {
+                    await fetch.outcome(until: .now - .seconds(1), onDeadline: Self.deadlineFailure)
+                }
+            }
+            // Only a waiter that missed its deadline is still waiting here.
+            try? await Task.sleep(for: .milliseconds(300))
+            for fetch in fetches { fetch.finish(.failure(.connectionError(detail: "late"))) }
+            for await outcome in group {
+                #expect(failure(of: outcome) == Self.deadlineFailure)
+            }
+        }
+    }
+
+    @Test func releasingWaitersLeavesTheFetchToFinishOnItsOwn() async {
+        let fetch = SharedFetch(scope: Self.scope, identifiers: ["a"])
+        async let waiting = fetch.outcome(until: .now + .seconds(60), onDeadline: Self.deadlineFailure)
+        try? await Task.sleep(for: .milliseconds(50))
+        fetch.releaseWaiters(with: .cancelled(detail: "the gateway is shutting down"))
+        #expect(failure(of: await waiting) == .cancelled(detail: "the gateway is shutting down"))
+        fetch.finish(.success(Self.page))
+        guard case .success = await fetch.outcome(until: .now + .seconds(60), onDeadline: Self.deadlineFailure) else {
+            Issue.record("the fetch must still finish after its waiters were released")
+            return
+        }
+    }
+
+    private func failure(of outcome: SharedFetch.Outcome) -> ProductsFetchFailure? {
+        if case .failure(let failure) = outcome { return failure }
+        return nil
+    }
+}
