@@ -37,6 +37,11 @@ RUN swift package resolve
 # Then the sources, and the two release binaries with the Swift standard
 # library linked in statically (libevent and OpenSSL stay dynamic system
 # libraries, installed in the runtime stage below).
+# - Tests/ is copied although no test is built: SwiftPM refuses a manifest
+#   whose test targets have no folder.
+# - openapi/ is needed at build time: the gateway embeds
+#   openapi/openapi.yaml (through the symbolic link
+#   Sources/GatewayService/Resources/openapi.yaml) to serve it verbatim.
 COPY Sources ./Sources
 COPY Tests ./Tests
 COPY openapi ./openapi
@@ -67,6 +72,9 @@ FROM debian:bookworm-slim
 # - ca-certificates: the system trust store the upstream certificate is
 #   verified against (unless ONSIDE_CA_FILE names another);
 # - tzdata: time zones for log timestamps.
+# libstdc++6 and libgcc-s1, which the binaries also load, are part of the
+# base image already (apt needs them). Checked with ldd on a release build
+# and by running it in a bookworm minbase root with exactly these packages.
 # Versions are not pinned: the bookworm security updates of these libraries
 # should be picked up on every rebuild.
 # hadolint ignore=DL3008

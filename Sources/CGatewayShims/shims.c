@@ -73,6 +73,41 @@ int gw_listen_tcp(const char *host, int port, int backlog, char *error, size_t e
     return fd;
 }
 
+int gw_tcp_port_available(const char *host, int port, char *error, size_t error_len) {
+    struct addrinfo hints, *result = NULL, *ai;
+    char service[16];
+    int fd, rc, one = 1, available = -1, saved = 0;
+
+    memset(&hints, 0, sizeof(hints));
+    hints.ai_family = AF_UNSPEC;
+    hints.ai_socktype = SOCK_STREAM;
+    hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
+    snprintf(service, sizeof(service), "%d", port);
+    rc = getaddrinfo(host, service, &hints, &result);
+    if (rc != 0) {
+        snprintf(error, error_len, "cannot resolve listen address %s: %s", host, gai_strerror(rc));
+        return -1;
+    }
+    /* The same address gw_listen_tcp would take: the first that binds. */
+    for (ai = result; ai != NULL; ai = ai->ai_next) {
+        fd = socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC, ai->ai_protocol);
+        if (fd < 0) { saved = errno; continue; }
+        /* SO_REUSEADDR still allows a restart over TIME_WAIT connections;
+         * it never allows binding beside a listening socket. */
+        rc = setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) == 0
+            ? bind(fd, ai->ai_addr, ai->ai_addrlen) : -1;
+        saved = errno;
+        close(fd);
+        if (rc == 0) { available = 0; break; }
+        if (saved == EADDRINUSE) break;
+    }
+    freeaddrinfo(result);
+    if (available != 0) {
+        snprintf(error, error_len, "cannot listen on %s:%d: %s", host, port, strerror(saved));
+    }
+    return available;
+}
+
 int gw_socket_local_port(int fd) {
     struct sockaddr_storage address;
     socklen_t length = sizeof(address);

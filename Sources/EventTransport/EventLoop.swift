@@ -3,6 +3,15 @@ import CLibevent
 import Foundation
 import Synchronization
 
+/// A write to a peer that has gone (an upstream that reset the connection, a
+/// caller that hung up) must fail with `EPIPE`, not kill the process:
+/// OpenSSL's socket BIO and libevent write with `write(2)`/`send(2)` without
+/// `MSG_NOSIGNAL`, and `SSL_shutdown` writes `close_notify` on a connection
+/// the peer may already have reset. Set once, before the first loop runs.
+private let ignoreBrokenPipes: Void = {
+    _ = signal(SIGPIPE, SIG_IGN)
+}()
+
 /// One libevent `event_base` and the thread that runs it.
 ///
 /// The base and everything attached to it (evhttp servers, client
@@ -28,6 +37,7 @@ public final class EventLoop: @unchecked Sendable {
 
     /// Creates the loop. It runs once ``start()`` or ``run()`` is called.
     public init(name: String) throws(TransportError) {
+        _ = ignoreBrokenPipes
         self.name = name
         let config = try Libevent.check(event_config_new(), "event_config_new")
         defer { event_config_free(config) }

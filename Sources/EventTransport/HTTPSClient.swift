@@ -208,7 +208,7 @@ final class HTTPSConnection: @unchecked Sendable {
         evhttp_connection_set_closecb(connection, httpsConnectionClosed, Unmanaged.passUnretained(self).toOpaque())
     }
 
-    deinit { precondition(connection == nil, "HTTPSConnection dropped without free()") }
+    deinit { assert(connection == nil, "HTTPSConnection dropped without free()") }
 
     func free() {
         if let connection {

@@ -29,6 +29,11 @@ public final class HTTPServer: Sendable {
     /// that is not one of the group's loops.
     public func start() throws(TransportError) -> Int {
         var port = configuration.port
+        if port != 0 {
+            // The listeners share the port through SO_REUSEPORT, which would
+            // also let them join another process already serving it.
+            try Self.requireAvailable(host: configuration.host, port: port)
+        }
         var fds: [Int32] = []
         do {
             for _ in group.loops {
@@ -80,6 +85,13 @@ public final class HTTPServer: Sendable {
         }
         for instance in all {
             instance.loop.submitAndWait { instance.free() }
+        }
+    }
+
+    private static func requireAvailable(host: String, port: Int) throws(TransportError) {
+        var message = [CChar](repeating: 0, count: 256)
+        guard gw_tcp_port_available(host, Int32(port), &message, message.count) == 0 else {
+            throw TransportError(call: "listen", message: String(decoding: message.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self))
         }
     }
 
@@ -162,6 +174,13 @@ final class LoopHTTPServer: @unchecked Sendable {
             headers: LibeventConversions.headers(evhttp_request_get_input_headers(request)),
             body: LibeventConversions.bytes(of: evhttp_request_get_input_buffer(request))
         )
+        if (command == EVHTTP_REQ_HEAD || command == EVHTTP_REQ_TRACE),
+           message.headers["Content-Length"].map({ $0 != "0" }) ?? (message.headers["Transfer-Encoding"] != nil) {
+            // libevent 2.1 does not read a body sent with HEAD or TRACE: on a
+            // kept-alive connection those bytes would be parsed as the next
+            // request (a desync). Close the connection after this answer.
+            _ = evhttp_add_header(evhttp_request_get_output_headers(request), "Connection", "close")
+        }
         let responder = HTTPResponder(request: request, server: self)
         handler(message, responder)
     }
@@ -169,6 +188,9 @@ final class LoopHTTPServer: @unchecked Sendable {
     /// Writes the response; on the loop thread only.
     func send(_ response: HTTPResponse, to request: OpaquePointer) {
         loop.preconditionInEventLoop()
+        // After free() evhttp has released its connections and their
+        // requests; an answer that comes later has nobody to go to.
+        guard http != nil else { return }
         var headers = response.headers
         if drainingFlag.isDraining { headers.replace("Connection", "close") }
         LibeventConversions.add(headers, to: evhttp_request_get_output_headers(request))
@@ -177,7 +199,10 @@ final class LoopHTTPServer: @unchecked Sendable {
             return
         }
         defer { evbuffer_free(body) }
-        _ = response.body.withUnsafeBytes { evbuffer_add(body, $0.baseAddress, $0.count) }
+        // libevent 2.1 would send a HEAD answer's body; HEAD gets headers only.
+        if evhttp_request_get_command(request) != EVHTTP_REQ_HEAD {
+            _ = response.body.withUnsafeBytes { evbuffer_add(body, $0.baseAddress, $0.count) }
+        }
         // A request whose client has gone is detached from its connection;
         // evhttp_send_reply then only frees it.
         evhttp_send_reply(request, Int32(response.status), Self.reason(response.status), body)
@@ -207,6 +232,7 @@ final class LoopHTTPServer: @unchecked Sendable {
     /// the peer sees a reset (the test upstream's fault switch).
     func reset(_ request: OpaquePointer) {
         loop.preconditionInEventLoop()
+        guard http != nil else { return }
         guard let connection = evhttp_request_get_connection(request) else { return }
         if let bev = evhttp_connection_get_bufferevent(connection) {
             _ = gw_socket_set_linger_zero(bufferevent_getfd(bev))

@@ -25,7 +25,9 @@ struct APIKeyAuthenticator: Sendable {
     }
 
     static func constantTimeEquals(_ lhs: [UInt8], _ rhs: [UInt8]) -> Bool {
-        var difference = UInt8(truncatingIfNeeded: lhs.count ^ rhs.count)
+        // Not the low byte of `lhs.count ^ rhs.count`: lengths that differ by
+        // a multiple of 256 would look equal, and zero padding would then match.
+        var difference: UInt8 = lhs.count == rhs.count ? 0 : 1
         let count = max(lhs.count, rhs.count)
         for index in 0..<count {
             let left = index < lhs.count ? lhs[index] : 0

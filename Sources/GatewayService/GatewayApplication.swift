@@ -84,6 +84,7 @@ public final class GatewayApplication: Sendable {
             readiness: readiness,
             metrics: metrics,
             openAPIDocument: OpenAPIDocument.bytes,
+            maxBodyBytes: configuration.maxBodyBytes,
             logger: logger
         )
         self.handler = handler
@@ -92,7 +93,7 @@ public final class GatewayApplication: Sendable {
             configuration: HTTPServerConfiguration(
                 host: configuration.listenHost,
                 port: configuration.listenPort,
-                maxBodyBytes: configuration.maxBodyBytes
+                maxBodyBytes: GatewayHTTPHandler.transportBodyLimit(for: configuration.maxBodyBytes)
             ),
             handler: { request, responder in handler.handle(request, responder: responder) }
         )

@@ -11,16 +11,27 @@ final class GatewayHTTPHandler: Sendable {
     private let readiness: ReadinessState
     private let metrics: GatewayMetrics
     private let openAPIDocument: [UInt8]
+    private let maxBodyBytes: Int
     private let logger: Logger
     private let inFlight = Atomic<Int>(0)
 
-    init(rpc: JSONRPCServer<RPCCallContext>, authenticator: APIKeyAuthenticator, readiness: ReadinessState, metrics: GatewayMetrics, openAPIDocument: [UInt8], logger: Logger) {
+    init(rpc: JSONRPCServer<RPCCallContext>, authenticator: APIKeyAuthenticator, readiness: ReadinessState, metrics: GatewayMetrics, openAPIDocument: [UInt8], maxBodyBytes: Int, logger: Logger) {
         self.rpc = rpc
         self.authenticator = authenticator
         self.readiness = readiness
         self.metrics = metrics
         self.openAPIDocument = openAPIDocument
+        self.maxBodyBytes = maxBodyBytes
         self.logger = logger
+    }
+
+    /// The body size the HTTP layer itself enforces for a gateway limit of
+    /// `maxBodyBytes`. Bodies between the two are read and answered with the
+    /// JSON `413` above; larger ones are cut off by libevent while reading
+    /// (its own `413` page, then the connection closes), so memory stays
+    /// bounded either way.
+    static func transportBodyLimit(for maxBodyBytes: Int) -> Int {
+        max(maxBodyBytes * 2, maxBodyBytes + 16384)
     }
 
     /// JSON-RPC HTTP requests being answered right now.
@@ -32,6 +43,13 @@ final class GatewayHTTPHandler: Sendable {
         let requestID = RequestID.accept(request.headers["X-Request-Id"]) ?? RequestID.generate()
         var headers: HTTPHeaders = ["X-Request-Id": requestID]
 
+        // The transport reads bodies up to twice this limit (see
+        // `transportBodyLimit`) so that the refusal is this documented one.
+        guard request.body.count <= maxBodyBytes else {
+            headers.add("Connection", "close")
+            responder.send(Self.problem(413, "the request body is larger than \(maxBodyBytes) bytes (GATEWAY_MAX_BODY_BYTES)", headers: headers))
+            return
+        }
         guard let route = GatewayRoutes.all.first(where: { $0.path == request.path }) else {
             responder.send(Self.problem(404, "no route for \(request.path.prefix(100)); the API is POST /rpc", headers: headers))
             return

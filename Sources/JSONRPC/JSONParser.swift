@@ -8,13 +8,17 @@
 /// that leave a surrogate unpaired. A repeated member name keeps its first
 /// position and its last value (see ``JSONObject``).
 ///
-/// The parser is iterative (containers live on an explicit stack), so even a
-/// large ``Limits/maxDepth`` cannot overflow a thread's stack.
+/// The parser itself is iterative (containers live on an explicit stack), so
+/// parsing cannot overflow a thread's stack whatever ``Limits/maxDepth`` is.
+/// The depth limit still matters: comparing, hashing, serializing and freeing
+/// a ``JSONValue`` recurse once per level.
 public struct JSONParser {
     /// Bounds on what one document may demand from the parser.
     public struct Limits: Sendable, Hashable {
         /// The most arrays and objects that may be open at once; a scalar at
-        /// the top has depth 0, `[]` depth 1, `[[]]` depth 2.
+        /// the top has depth 0, `[]` depth 1, `[[]]` depth 2. Deeper input
+        /// is a ``JSONParseError``. Keep it in the hundreds at most: values
+        /// are compared, serialized and freed recursively.
         public var maxDepth: Int
 
         /// Limits allowing `maxDepth` levels of nesting.

@@ -131,20 +131,19 @@ struct ServeCommand: AsyncParsableCommand {
         for (name, value) in configuration.redactedSummary { summary[name] = "\(value)" }
         logger.info("starting products-gateway", metadata: summary)
 
-        let signals = ShutdownSignals()
+        let signals = ShutdownSignals(logger: logger)
         let application: GatewayApplication
         let port: Int
+        // From here on standard error is the log: with LOG_FORMAT=json every
+        // line must be one JSON object, so failures go through the logger only.
         do {
             application = try GatewayApplication(configuration: configuration, logger: logger)
             port = try application.start()
         } catch let error as ConfigurationError {
             logger.critical("cannot start: \(error)")
-            FileHandle.standardError.write(Data("products-gateway: \(error)\n".utf8))
             throw ExitCode(2)
         } catch {
-            let message = "invalid GATEWAY_LISTEN (--listen): \(error)"
-            logger.critical("cannot start: \(message)")
-            FileHandle.standardError.write(Data("products-gateway: \(message)\n".utf8))
+            logger.critical("cannot start: invalid GATEWAY_LISTEN (--listen): \(error)")
             throw ExitCode(2)
         }
         logger.info("listening", metadata: ["address": "\(configuration.listenHost):\(port)", "port": "\(port)"])

@@ -1,5 +1,6 @@
 import Dispatch
 import Foundation
+import Logging
 
 /// SIGTERM and SIGINT as an async event: the first starts the graceful
 /// shutdown; a second one exits at once (status 1), for an operator who
@@ -10,7 +11,9 @@ final class ShutdownSignals: @unchecked Sendable {
     private let stream: AsyncStream<String>
     private let sources: [any DispatchSourceSignal]
 
-    init() {
+    /// - Parameter logger: tells of the second signal (standard error is the
+    ///   log, one JSON object a line with `LOG_FORMAT=json`).
+    init(logger: Logger) {
         let (stream, continuation) = AsyncStream<String>.makeStream()
         self.stream = stream
         let queue = DispatchQueue(label: "shutdown-signals")
@@ -21,7 +24,7 @@ final class ShutdownSignals: @unchecked Sendable {
             let source = DispatchSource.makeSignalSource(signal: number, queue: queue)
             source.setEventHandler {
                 if received.testAndSet() {
-                    FileHandle.standardError.write(Data("products-gateway: second \(name), exiting now\n".utf8))
+                    logger.critical("second \(name), exiting now")
                     exit(1)
                 }
                 continuation.yield(name)

@@ -1,5 +1,6 @@
 @testable import GatewayService
 import ProductsDomain
+import Synchronization
 import Testing
 
 /// The shared fetch with real tasks: waiters, each waiter's own deadline,
@@ -37,33 +38,49 @@ struct SharedFetchTests {
     }
 
     /// A call that waits for its chunks one after another reaches the later
-    /// ones with its deadline already behind it: it must leave at once, not
-    /// wait for a fetch that may take much longer.
-    @Test func aWaiterArrivingAfterItsDeadlineLeavesAtOnce() async {
-        await withTaskGroup(of: SharedFetch.Outcome.self) { group in
-            var fetches: [SharedFetch] = []
-            for _ in 0..<200 {
-                let fetch = SharedFetch(scope: Self.scope, identifiers: ["a"])
-                fetches.append(fetch)
-                group.addTask {
-                    await fetch.outcome(until: .now - .seconds(1), onDeadline: Self.deadlineFailure)
-                }
-            }
-            // Only a waiter that missed its deadline is still waiting here.
-            try? await Task.sleep(for: .milliseconds(300))
-            for fetch in fetches { fetch.finish(.failure(.connectionError(detail: "late"))) }
-            for await outcome in group {
-                #expect(failure(of: outcome) == Self.deadlineFailure)
-            }
+    /// ones with its deadline already behind it: it must leave with its own
+    /// failure, not wait for a fetch that may take much longer.
+    @Test func aWaiterArrivingAfterItsDeadlineLeavesAtOnce() async throws {
+        let returned = Counter()
+        var fetches: [SharedFetch] = []
+        var tasks: [Task<SharedFetch.Outcome, Never>] = []
+        for _ in 0..<200 {
+            let fetch = SharedFetch(scope: Self.scope, identifiers: ["a"])
+            fetches.append(fetch)
+            tasks.append(Task {
+                let outcome = await fetch.outcome(until: .now - .seconds(1), onDeadline: Self.deadlineFailure)
+                returned.increment()
+                return outcome
+            })
+        }
+        // Every waiter returns on its own; the fetches are finished only
+        // after a generous limit (a busy cooperative pool may delay timers),
+        // so a waiter that missed its deadline shows up as "late".
+        let limit = ContinuousClock.now + .seconds(10)
+        while returned.value < tasks.count, ContinuousClock.now < limit {
+            try await Task.sleep(for: .milliseconds(10))
+        }
+        for fetch in fetches { fetch.finish(.failure(.connectionError(detail: "late"))) }
+        for task in tasks {
+            #expect(failure(of: await task.value) == Self.deadlineFailure)
         }
     }
 
-    @Test func releasingWaitersLeavesTheFetchToFinishOnItsOwn() async {
+    @Test func releasingWaitersLeavesTheFetchToFinishOnItsOwn() async throws {
         let fetch = SharedFetch(scope: Self.scope, identifiers: ["a"])
-        async let waiting = fetch.outcome(until: .now + .seconds(60), onDeadline: Self.deadlineFailure)
-        try? await Task.sleep(for: .milliseconds(50))
-        fetch.releaseWaiters(with: .cancelled(detail: "the gateway is shutting down"))
-        #expect(failure(of: await waiting) == .cancelled(detail: "the gateway is shutting down"))
+        let returned = Counter()
+        let waiting = Task {
+            let outcome = await fetch.outcome(until: .now + .seconds(60), onDeadline: Self.deadlineFailure)
+            returned.increment()
+            return outcome
+        }
+        // The waiter may register late on a busy pool: release until it has
+        // been handed back.
+        while returned.value == 0 {
+            fetch.releaseWaiters(with: .cancelled(detail: "the gateway is shutting down"))
+            try await Task.sleep(for: .milliseconds(10))
+        }
+        #expect(failure(of: await waiting.value) == .cancelled(detail: "the gateway is shutting down"))
         fetch.finish(.success(Self.page))
         guard case .success = await fetch.outcome(until: .now + .seconds(60), onDeadline: Self.deadlineFailure) else {
             Issue.record("the fetch must still finish after its waiters were released")
@@ -75,4 +92,13 @@ struct SharedFetchTests {
         if case .failure(let failure) = outcome { return failure }
         return nil
     }
+}
+
+/// Counts from any task.
+final class Counter: Sendable {
+    private let count = Mutex(0)
+
+    var value: Int { count.withLock { $0 } }
+
+    func increment() { count.withLock { $0 += 1 } }
 }

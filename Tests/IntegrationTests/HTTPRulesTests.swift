@@ -13,6 +13,18 @@ import Testing
         #expect(response.header("Content-Type") == "application/json")
     }
 
+    @Test func headAnswersHeadersOnly() async throws {
+        let gateway = try RunningGateway.start()
+        let connection = try TestHTTPConnection(port: gateway.port)
+        let head = try await connection.request("HEAD", "/healthz", contentType: nil)
+        // The same connection goes on: nothing of a body was left behind.
+        let get = try await connection.request("GET", "/healthz", contentType: nil)
+        await gateway.stop()
+        #expect(head.status == 200)
+        #expect(head.header("X-Request-Id") != nil)
+        #expect(get.bodyText == #"{"status":"ok"}"#)
+    }
+
     @Test func readyzIsReadyWhileServing() async throws {
         let gateway = try RunningGateway.start()
         let response = try await TestHTTP.get(port: gateway.port, path: "/readyz")
@@ -77,8 +89,38 @@ import Testing
         let next = try await gateway.rpc(Self.fetchDE)
         await gateway.stop()
         #expect(response.status == 413)
+        #expect(response.header("X-Request-Id")?.count == 32)
+        #expect(response.header("Content-Type") == "application/json")
+        #expect(response.bodyText == #"{"error":{"status":413,"message":"the request body is larger than 1024 bytes (GATEWAY_MAX_BODY_BYTES)"}}"#)
         #expect(closed)
         #expect(next.status == 200)
+    }
+
+    /// Far over the limit, libevent refuses the body while reading it.
+    @Test func bodyFarOverTheLimitIsCutOffWith413() async throws {
+        let gateway = try RunningGateway.start(["GATEWAY_MAX_BODY_BYTES": "1024"])
+        let connection = try TestHTTPConnection(port: gateway.port)
+        let response = try await connection.request("POST", "/rpc", body: [UInt8](repeating: 0x20, count: 200_000))
+        let closed = await connection.isClosedByPeer()
+        let next = try await gateway.rpc(Self.fetchDE)
+        await gateway.stop()
+        #expect(response.status == 413)
+        #expect(closed)
+        #expect(next.status == 200)
+    }
+
+    /// libevent leaves a body sent with HEAD unread; the connection must
+    /// close rather than parse those bytes as the next request.
+    @Test func headWithABodyClosesTheConnection() async throws {
+        let gateway = try RunningGateway.start()
+        let connection = try TestHTTPConnection(port: gateway.port)
+        let smuggled = "GET /nope HTTP/1.1\r\nHost: x\r\n\r\n"
+        let response = try await connection.request("HEAD", "/healthz", body: Array(smuggled.utf8), contentType: "text/plain")
+        let closed = await connection.isClosedByPeer()
+        await gateway.stop()
+        #expect(response.status == 200)
+        #expect(response.header("Connection") == "close")
+        #expect(closed)
     }
 
     @Test func bodyAtTheLimitIsServed() async throws {

@@ -122,13 +122,11 @@ struct ServerTests {
         let server = JSONRPCServer<Void>(maxBatchSize: 10, methods: [
             "left": { _, _ in
                 await leftArrived.open()
-                await rightArrived.wait()
-                return .success("left")
+                return await rightArrived.wait() ? .success("left") : .failure(.internalError("cancelled"))
             },
             "right": { _, _ in
                 await rightArrived.open()
-                await leftArrived.wait()
-                return .success("right")
+                return await leftArrived.wait() ? .success("right") : .failure(.internalError("cancelled"))
             },
         ])
         #expect(await server.replyText(to: #"[{"jsonrpc":"2.0","method":"left","id":1},{"jsonrpc":"2.0","method":"right","id":2}]"#, context: ())
@@ -145,8 +143,8 @@ struct ServerTests {
                 guard let index = request.params.flatMap({ if case .array(let values) = $0 { values.first?.intValue } else { nil } }) else {
                     return .failure(.invalidParams("step takes [index]"))
                 }
-                if index + 1 < gates.count {
-                    await gates[index + 1].wait()
+                if index + 1 < gates.count, await !gates[index + 1].wait() {
+                    return .failure(.internalError("cancelled"))
                 }
                 await gates[index].open()
                 return .success(.integer(index))

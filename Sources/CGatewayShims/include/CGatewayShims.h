@@ -42,6 +42,14 @@ struct evkeyval *gw_headers_next(struct evkeyval *header);
  */
 int gw_listen_tcp(const char *host, int port, int backlog, char *error, size_t error_len);
 
+/*
+ * Returns 0 when nothing listens on host:port yet, else -1 with a message in
+ * `error`. Bound without SO_REUSEPORT, then closed: SO_REUSEPORT alone would
+ * let a second process of the same user join a port already served and
+ * silently take half its connections.
+ */
+int gw_tcp_port_available(const char *host, int port, char *error, size_t error_len);
+
 /* The local port a socket is bound to, or -1. */
 int gw_socket_local_port(int fd);
 

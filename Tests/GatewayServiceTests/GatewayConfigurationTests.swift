@@ -1,0 +1,262 @@
+import Foundation
+@testable import GatewayService
+import ProductsDomain
+import Testing
+
+/// `GatewayConfiguration.load`: the defaults of contract section 3, and
+/// every bad value stopping start-up with a message naming its variable.
+@Suite("GatewayConfiguration")
+struct GatewayConfigurationTests {
+    static let upstream = [
+        "ONSIDE_UPSTREAM_URL": "https://products.onside.example",
+        "ONSIDE_APP_ID": "demo",
+    ]
+
+    /// A file in a fresh temporary directory, holding `text`.
+    static func temporaryFile(_ text: String) throws -> String {
+        let path = NSTemporaryDirectory() + "gateway-config-\(UUID().uuidString)"
+        try Data(text.utf8).write(to: URL(fileURLWithPath: path))
+        return path
+    }
+
+    /// The error `load` throws, or nil when it succeeds.
+    static func error(_ environment: [String: String], overrides: [ConfigurationVariable: String] = [:]) -> ConfigurationError? {
+        do {
+            _ = try GatewayConfiguration.load(environment: environment, overrides: overrides)
+            return nil
+        } catch {
+            return error
+        }
+    }
+
+    @Test func defaultsAreTheContractsWithTheEmbeddedCatalog() throws {
+        let configuration = try GatewayConfiguration.load(environment: [:])
+        #expect(configuration.listenHost == "127.0.0.1")
+        #expect(configuration.listenPort == 8080)
+        #expect(configuration.workers == ProcessInfo.processInfo.activeProcessorCount)
+        #expect(configuration.upstream == nil)
+        #expect(configuration.appID == "demo")
+        #expect(configuration.apiToken == nil)
+        #expect(configuration.caFile == nil)
+        #expect(configuration.catalogPath == nil)
+        #expect(configuration.defaultCountry == nil)
+        #expect(configuration.maxIdentifiers == 100)
+        #expect(configuration.maxBatch == 50)
+        #expect(configuration.maxBodyBytes == 65536)
+        #expect(configuration.requestTimeoutMS == 5000)
+        #expect(configuration.apiKeys.isEmpty)
+        #expect(configuration.upstreamTimeoutMS == 2000)
+        #expect(configuration.upstreamMaxIDs == 50)
+        #expect(configuration.upstreamConcurrency == 64)
+        #expect(configuration.upstreamRetries == 2)
+        #expect(configuration.cacheMaxTTLSeconds == 60)
+        #expect(configuration.shutdownGraceMS == 10_000)
+        #expect(configuration.logLevel == "info")
+        #expect(configuration.logFormat == .json)
+    }
+
+    @Test func anUpstreamURLIsSplitIntoHostPortAndBasePath() throws {
+        var environment = Self.upstream
+        environment["ONSIDE_UPSTREAM_URL"] = "https://api.onside.example:8443/products/"
+        let configuration = try GatewayConfiguration.load(environment: environment)
+        #expect(configuration.upstream == .init(host: "api.onside.example", port: 8443, basePath: "/products"))
+
+        let plain = try GatewayConfiguration.load(environment: Self.upstream)
+        #expect(plain.upstream == .init(host: "products.onside.example", port: 443, basePath: ""))
+    }
+
+    @Test func everySettingIsRead() throws {
+        let configuration = try GatewayConfiguration.load(environment: [
+            "GATEWAY_LISTEN": "[::1]:9090",
+            "GATEWAY_WORKERS": "3",
+            "GATEWAY_DEFAULT_COUNTRY": "de",
+            "GATEWAY_MAX_IDS": "120",
+            "GATEWAY_MAX_BATCH": "5",
+            "GATEWAY_MAX_BODY_BYTES": "1024",
+            "GATEWAY_REQUEST_TIMEOUT_MS": "1500",
+            "GATEWAY_API_KEYS": "key-0123456789abcdef, key-fedcba9876543210",
+            "UPSTREAM_TIMEOUT_MS": "300",
+            "UPSTREAM_MAX_IDS": "10",
+            "UPSTREAM_CONCURRENCY": "4",
+            "UPSTREAM_RETRIES": "0",
+            "GATEWAY_CACHE_MAX_TTL_S": "0",
+            "GATEWAY_SHUTDOWN_GRACE_MS": "0",
+            "LOG_LEVEL": "DEBUG",
+            "LOG_FORMAT": "text",
+        ])
+        #expect(configuration.listenHost == "::1")
+        #expect(configuration.listenPort == 9090)
+        #expect(configuration.workers == 3)
+        #expect(configuration.defaultCountry == CountryCode("DE"))
+        #expect(configuration.maxIdentifiers == 120)
+        #expect(configuration.maxBatch == 5)
+        #expect(configuration.maxBodyBytes == 1024)
+        #expect(configuration.requestTimeoutMS == 1500)
+        #expect(configuration.apiKeys == ["key-0123456789abcdef", "key-fedcba9876543210"])
+        #expect(configuration.upstreamTimeoutMS == 300)
+        #expect(configuration.upstreamMaxIDs == 10)
+        #expect(configuration.upstreamConcurrency == 4)
+        #expect(configuration.upstreamRetries == 0)
+        #expect(configuration.cacheMaxTTLSeconds == 0)
+        #expect(configuration.shutdownGraceMS == 0)
+        #expect(configuration.logLevel == "debug")
+        #expect(configuration.logFormat == .text)
+    }
+
+    @Test func flagsTakePrecedenceAndAnEmptyVariableMeansUnset() throws {
+        let configuration = try GatewayConfiguration.load(
+            environment: ["GATEWAY_MAX_IDS": "100", "UPSTREAM_RETRIES": "", "LOG_FORMAT": ""],
+            overrides: [.maxIDs: "7"]
+        )
+        #expect(configuration.maxIdentifiers == 7)
+        #expect(configuration.upstreamRetries == 2)
+        #expect(configuration.logFormat == .json)
+        // A bad flag is reported under its variable too.
+        #expect(Self.error([:], overrides: [.maxIDs: "abc"])?.variable == "GATEWAY_MAX_IDS")
+    }
+
+    @Test(arguments: [
+        ("GATEWAY_MAX_IDS", "abc"),
+        ("GATEWAY_MAX_IDS", "0"),
+        ("GATEWAY_MAX_IDS", "10001"),
+        ("GATEWAY_WORKERS", "0"),
+        ("GATEWAY_MAX_BATCH", "-1"),
+        ("GATEWAY_MAX_BODY_BYTES", "12"),
+        ("GATEWAY_REQUEST_TIMEOUT_MS", "0"),
+        ("GATEWAY_REQUEST_TIMEOUT_MS", "1.5"),
+        ("UPSTREAM_TIMEOUT_MS", "soon"),
+        ("UPSTREAM_MAX_IDS", "0"),
+        ("UPSTREAM_CONCURRENCY", "0"),
+        ("UPSTREAM_RETRIES", "11"),
+        ("UPSTREAM_RETRIES", "-1"),
+        ("GATEWAY_CACHE_MAX_TTL_S", "-5"),
+        ("GATEWAY_SHUTDOWN_GRACE_MS", "abc"),
+        ("LOG_LEVEL", "verbose"),
+        ("LOG_FORMAT", "xml"),
+        ("GATEWAY_LISTEN", "nonsense"),
+        ("GATEWAY_LISTEN", ":8080"),
+        ("GATEWAY_LISTEN", "127.0.0.1:99999"),
+        ("GATEWAY_LISTEN", "127.0.0.1:http"),
+        ("GATEWAY_LISTEN", "[::1]8080"),
+        ("GATEWAY_DEFAULT_COUNTRY", "ZZ"),
+        ("GATEWAY_DEFAULT_COUNTRY", "Germany"),
+        ("ONSIDE_APP_ID", "has space"),
+        ("GATEWAY_API_KEYS", "too-short"),
+        ("GATEWAY_API_KEYS", " , "),
+    ])
+    func aBadValueNamesItsVariable(variable: String, value: String) throws {
+        let error = try #require(Self.error([variable: value]))
+        #expect(error.variable == variable)
+        #expect(error.description.contains(variable))
+    }
+
+    @Test(arguments: [
+        "http://products.onside.example",
+        "HTTP://products.onside.example:80",
+        "ftp://products.onside.example",
+        "products.onside.example",
+        "https://",
+        "https://user:secret@products.onside.example",
+        "https://products.onside.example/?x=1",
+        "https://products.onside.example/#frag",
+    ])
+    func anUpstreamURLThatIsNotPlainHTTPSIsRefused(url: String) throws {
+        let error = try #require(Self.error(["ONSIDE_UPSTREAM_URL": url, "ONSIDE_APP_ID": "demo"]))
+        #expect(error.variable == "ONSIDE_UPSTREAM_URL")
+        #expect(error.description.contains("ONSIDE_UPSTREAM_URL"))
+        // Credentials in a URL are never echoed back.
+        #expect(!error.description.contains("secret"))
+    }
+
+    @Test func plainHTTPIsRefusedSayingHTTPSIsRequired() throws {
+        let error = try #require(Self.error(["ONSIDE_UPSTREAM_URL": "http://localhost:8443", "ONSIDE_APP_ID": "demo"]))
+        #expect(error.variable == "ONSIDE_UPSTREAM_URL")
+        #expect(error.message.contains("https://"))
+    }
+
+    @Test func theAppIDIsRequiredWithAnUpstream() throws {
+        let error = try #require(Self.error(["ONSIDE_UPSTREAM_URL": "https://products.onside.example"]))
+        #expect(error.variable == "ONSIDE_APP_ID")
+        #expect(error.message.contains("ONSIDE_UPSTREAM_URL"))
+    }
+
+    @Test func aCatalogAndAnUpstreamTogetherAreRefused() throws {
+        let catalog = try Self.temporaryFile(Catalog.sampleJSON)
+        var environment = Self.upstream
+        environment["GATEWAY_CATALOG"] = catalog
+        #expect(Self.error(environment)?.variable == "GATEWAY_CATALOG")
+    }
+
+    @Test func unreadableFilesAreNamed() throws {
+        let missing = NSTemporaryDirectory() + "gateway-config-missing-\(UUID().uuidString)"
+        var withCA = Self.upstream
+        withCA["ONSIDE_CA_FILE"] = missing
+        #expect(Self.error(withCA)?.variable == "ONSIDE_CA_FILE")
+        #expect(Self.error(["GATEWAY_CATALOG": missing])?.variable == "GATEWAY_CATALOG")
+        #expect(Self.error(["ONSIDE_API_TOKEN_FILE": missing])?.variable == "ONSIDE_API_TOKEN_FILE")
+        #expect(Self.error(["GATEWAY_API_KEYS_FILE": missing])?.variable == "GATEWAY_API_KEYS_FILE")
+    }
+
+    @Test func theTokenComesFromItsVariableOrItsFileButNotBoth() throws {
+        let file = try Self.temporaryFile("file-token-0123456789\n")
+        var environment = Self.upstream
+        environment["ONSIDE_API_TOKEN_FILE"] = file
+        #expect(try GatewayConfiguration.load(environment: environment).apiToken == "file-token-0123456789")
+
+        environment["ONSIDE_API_TOKEN"] = "env-token-0123456789"
+        let error = try #require(Self.error(environment))
+        #expect(error.variable == "ONSIDE_API_TOKEN_FILE")
+        #expect(error.message.contains("ONSIDE_API_TOKEN"))
+        #expect(!error.description.contains("env-token-0123456789"))
+        #expect(!error.description.contains("file-token-0123456789"))
+
+        environment["ONSIDE_API_TOKEN_FILE"] = nil
+        #expect(try GatewayConfiguration.load(environment: environment).apiToken == "env-token-0123456789")
+    }
+
+    @Test(arguments: ["", "  \n", "line-one-0123456789\nline-two-0123456789\n"])
+    func aTokenFileMustHoldOneLine(text: String) throws {
+        let file = try Self.temporaryFile(text)
+        var environment = Self.upstream
+        environment["ONSIDE_API_TOKEN_FILE"] = file
+        let error = try #require(Self.error(environment))
+        #expect(error.variable == "ONSIDE_API_TOKEN_FILE")
+        #expect(!error.description.contains("line-one"))
+    }
+
+    @Test func apiKeysComeFromTheListOrTheFileButNotBoth() throws {
+        let file = try Self.temporaryFile("# the billing service\nkey-0123456789abcdef\n\n  key-fedcba9876543210  \n")
+        #expect(try GatewayConfiguration.load(environment: ["GATEWAY_API_KEYS_FILE": file]).apiKeys == ["key-0123456789abcdef", "key-fedcba9876543210"])
+        let both = try #require(Self.error(["GATEWAY_API_KEYS_FILE": file, "GATEWAY_API_KEYS": "key-0123456789abcdef"]))
+        #expect(both.variable == "GATEWAY_API_KEYS_FILE")
+        let empty = try Self.temporaryFile("# nothing here\n")
+        #expect(Self.error(["GATEWAY_API_KEYS_FILE": empty])?.variable == "GATEWAY_API_KEYS_FILE")
+    }
+
+    @Test func aBadAPIKeyIsNeverEchoed() throws {
+        let error = try #require(Self.error(["GATEWAY_API_KEYS": "key-0123456789abcdef,short-secret"]))
+        #expect(error.variable == "GATEWAY_API_KEYS")
+        #expect(error.message.contains("#2"))
+        #expect(!error.description.contains("short-secret"))
+        #expect(!error.description.contains("key-0123456789abcdef"))
+    }
+
+    @Test func theSummaryRedactsSecrets() throws {
+        var environment = Self.upstream
+        environment["ONSIDE_API_TOKEN"] = "env-token-0123456789"
+        environment["GATEWAY_API_KEYS"] = "key-0123456789abcdef"
+        let summary = try GatewayConfiguration.load(environment: environment).redactedSummary
+        let text = summary.map { "\($0.0)=\($0.1)" }.joined(separator: "\n")
+        #expect(!text.contains("env-token-0123456789"))
+        #expect(!text.contains("key-0123456789abcdef"))
+        #expect(text.contains("ONSIDE_UPSTREAM_URL=https://products.onside.example:443"))
+        #expect(Set(summary.map(\.0)) == Set(ConfigurationVariable.allCases.map(\.rawValue)).subtracting(["ONSIDE_API_TOKEN_FILE", "GATEWAY_API_KEYS_FILE"]))
+    }
+
+    @Test func everyVariableHasAFlag() {
+        for variable in ConfigurationVariable.allCases {
+            #expect(!variable.flag.isEmpty)
+            #expect(ConfigurationError(variable: variable.rawValue, message: "x").description.contains("--\(variable.flag)"))
+        }
+    }
+}

@@ -1,0 +1,181 @@
+import MockUpstream
+import Testing
+
+/// Every row of the contract's error table for `products.fetch`, against a
+/// real gateway and the TLS test upstream: code, `data.reason`,
+/// `data.retryable`, `data.upstreamStatus`, `data.retryAfterSeconds`,
+/// `data.requestId`, and the precedence when chunks fail differently.
+@Suite("Upstream errors", .serialized)
+struct UpstreamErrorTests {
+    struct Row: Sendable, CustomTestStringConvertible {
+        let fault: MockUpstreamFault
+        let code: Int
+        let reason: String
+        let retryable: Bool
+        let upstreamStatus: Int?
+        var retryAfterSeconds: Int? = nil
+
+        var testDescription: String { "\(fault) → \(code) \(reason)" }
+    }
+
+    static let rows: [Row] = [
+        Row(fault: .status(404), code: -32003, reason: "appNotRegistered", retryable: false, upstreamStatus: 404),
+        Row(fault: .status(422), code: -32004, reason: "invalidProductIdentifier", retryable: false, upstreamStatus: 422),
+        Row(fault: .status(429, retryAfterSeconds: 7), code: -32002, reason: "serviceUnavailable", retryable: true, upstreamStatus: 429, retryAfterSeconds: 7),
+        Row(fault: .status(429), code: -32002, reason: "serviceUnavailable", retryable: true, upstreamStatus: 429),
+        Row(fault: .status(500), code: -32002, reason: "serviceUnavailable", retryable: true, upstreamStatus: 500),
+        Row(fault: .status(502), code: -32002, reason: "serviceUnavailable", retryable: true, upstreamStatus: 502),
+        Row(fault: .status(503, retryAfterSeconds: 3), code: -32002, reason: "serviceUnavailable", retryable: true, upstreamStatus: 503, retryAfterSeconds: 3),
+        Row(fault: .status(504), code: -32002, reason: "serviceUnavailable", retryable: true, upstreamStatus: 504),
+        Row(fault: .status(401), code: -32006, reason: "internalError", retryable: false, upstreamStatus: 401),
+        Row(fault: .status(403), code: -32006, reason: "internalError", retryable: false, upstreamStatus: 403),
+        Row(fault: .status(400), code: -32006, reason: "internalError", retryable: false, upstreamStatus: 400),
+        Row(fault: .status(409), code: -32006, reason: "internalError", retryable: false, upstreamStatus: 409),
+        Row(fault: .invalidJSON, code: -32006, reason: "internalError", retryable: false, upstreamStatus: 200),
+        Row(fault: .missingField, code: -32006, reason: "internalError", retryable: false, upstreamStatus: 200),
+        Row(fault: .reset, code: -32001, reason: "connectionError", retryable: true, upstreamStatus: nil),
+    ]
+
+    /// Checks everything the contract says about one error answer.
+    static func expectError(
+        _ answer: FetchAnswer,
+        code: Int,
+        reason: String,
+        retryable: Bool,
+        upstreamStatus: Int?,
+        retryAfterSeconds: Int? = nil,
+        sourceLocation: SourceLocation = #_sourceLocation
+    ) {
+        #expect(answer.http.status == 200, sourceLocation: sourceLocation)
+        #expect(answer.http.header("Content-Type") == "application/json", sourceLocation: sourceLocation)
+        #expect(answer.result == nil, "a failed call has no (half-filled) result", sourceLocation: sourceLocation)
+        #expect(answer.code == code, sourceLocation: sourceLocation)
+        #expect(answer.reason == reason, sourceLocation: sourceLocation)
+        #expect(answer.data?["retryable"] == .bool(retryable), sourceLocation: sourceLocation)
+        #expect(answer.data?["upstreamStatus"]?.intValue == upstreamStatus, sourceLocation: sourceLocation)
+        #expect(answer.data?["retryAfterSeconds"]?.intValue == retryAfterSeconds, sourceLocation: sourceLocation)
+        var keys: Set<String> = ["reason", "retryable", "requestId"]
+        if upstreamStatus != nil { keys.insert("upstreamStatus") }
+        if retryAfterSeconds != nil { keys.insert("retryAfterSeconds") }
+        #expect(answer.dataKeys == keys, sourceLocation: sourceLocation)
+        #expect(answer.data?["requestId"]?.stringValue == answer.http.header("X-Request-Id"), sourceLocation: sourceLocation)
+        #expect(!answer.message.isEmpty, sourceLocation: sourceLocation)
+        #expect(!answer.message.contains(UpstreamScenario.token), "messages never hold credentials", sourceLocation: sourceLocation)
+        #expect(!answer.body.description.contains(UpstreamScenario.token), sourceLocation: sourceLocation)
+    }
+
+    @Test(arguments: rows)
+    func everyRowOfTheErrorTable(row: Row) async throws {
+        try await UpstreamScenario.run(environment: ["UPSTREAM_RETRIES": "0"]) { upstream, gateway in
+            upstream.upstream.enqueue(row.fault)
+            let requestID = "error-row-\(row.code)-\(row.upstreamStatus ?? 0)"
+            let answer = try await gateway.fetchProducts(["premium_monthly", "coins_100"], headers: [("X-Request-Id", requestID)])
+            Self.expectError(answer, code: row.code, reason: row.reason, retryable: row.retryable, upstreamStatus: row.upstreamStatus, retryAfterSeconds: row.retryAfterSeconds)
+
+            // The same id was sent upstream, answered, and put in data.
+            #expect(answer.http.header("X-Request-Id") == requestID)
+            #expect(answer.data?["requestId"] == .string(requestID))
+            let seen = upstream.upstream.requests
+            #expect(seen.count == 1)
+            #expect(seen.first?.headers["X-Request-Id"] == requestID)
+            #expect(try await gateway.metricValue(#"gateway_rpc_requests_total{method="products.fetch",outcome="\#(row.reason)"}"#) == 1)
+        }
+    }
+
+    @Test func anUnknownAppIsAppNotRegistered() async throws {
+        try await UpstreamScenario.run(environment: ["ONSIDE_APP_ID": "not-an-onside-app"]) { upstream, gateway in
+            let answer = try await gateway.fetchProducts(["premium_monthly"])
+            Self.expectError(answer, code: -32003, reason: "appNotRegistered", retryable: false, upstreamStatus: 404)
+            #expect(upstream.upstream.requests.map(\.path) == ["/v1/apps/not-an-onside-app/products"])
+        }
+    }
+
+    @Test func aGeneratedRequestIDIsTheSameInTheAnswerTheDataAndUpstream() async throws {
+        try await UpstreamScenario.run(environment: ["UPSTREAM_RETRIES": "0"]) { upstream, gateway in
+            upstream.upstream.enqueue(.status(404))
+            let answer = try await gateway.fetchProducts(["premium_monthly"])
+            let requestID = try #require(answer.http.header("X-Request-Id"))
+            #expect(requestID.count == 32)
+            #expect(answer.data?["requestId"] == .string(requestID))
+            #expect(upstream.upstream.requests.first?.headers["X-Request-Id"] == requestID)
+        }
+    }
+
+    @Test func aRefusedConnectionIsAConnectionError() async throws {
+        // A port that was just listening and is closed now.
+        let closed = try RunningUpstream.start()
+        let port = closed.port
+        closed.stop()
+        var environment = closed.gatewayEnvironment(["UPSTREAM_RETRIES": "0"])
+        environment["ONSIDE_UPSTREAM_URL"] = "https://localhost:\(port)"
+        let gateway = try RunningGateway.start(environment)
+        let answer = try await gateway.fetchProducts(["premium_monthly"])
+        await gateway.stop()
+        Self.expectError(answer, code: -32001, reason: "connectionError", retryable: true, upstreamStatus: nil)
+        #expect(answer.message.contains("could not be reached"))
+    }
+
+    @Test func anUpstreamThatNeverAnswersIsAConnectionErrorNamingTheTimeout() async throws {
+        try await UpstreamScenario.run(environment: ["UPSTREAM_TIMEOUT_MS": "300", "UPSTREAM_RETRIES": "0"]) { upstream, gateway in
+            upstream.upstream.enqueue(.hang)
+            let answer = try await gateway.fetchProducts(["premium_monthly"])
+            Self.expectError(answer, code: -32001, reason: "connectionError", retryable: true, upstreamStatus: nil)
+            #expect(answer.message.contains("300 ms"))
+            #expect(upstream.upstream.requests.count == 1)
+            #expect(try await gateway.metricValue(#"gateway_upstream_requests_total{status="connection_error"}"#) == 1)
+        }
+    }
+
+    @Test func theCallsOwnDeadlineIsCancelled() async throws {
+        try await UpstreamScenario.run(environment: ["GATEWAY_REQUEST_TIMEOUT_MS": "300", "UPSTREAM_TIMEOUT_MS": "10000"]) { upstream, gateway in
+            upstream.upstream.setStandingFault(.delay(milliseconds: 2000))
+            let answer = try await gateway.fetchProducts(["premium_monthly"])
+            Self.expectError(answer, code: -32005, reason: "cancelled", retryable: true, upstreamStatus: nil)
+            #expect(answer.message.contains("GATEWAY_REQUEST_TIMEOUT_MS"))
+        }
+    }
+
+    // MARK: Precedence
+
+    struct Mixed: Sendable, CustomTestStringConvertible {
+        let faults: [MockUpstreamFault]
+        let reason: String
+        var testDescription: String { "\(faults) → \(reason)" }
+    }
+
+    /// Two chunks of one identifier each fail differently; whichever chunk
+    /// draws which fault, the call reports the contract's first reason.
+    @Test(arguments: [
+        Mixed(faults: [.status(503), .status(404)], reason: "appNotRegistered"),
+        Mixed(faults: [.status(422), .status(404)], reason: "appNotRegistered"),
+        Mixed(faults: [.status(500), .status(422)], reason: "invalidProductIdentifier"),
+        Mixed(faults: [.invalidJSON, .status(422)], reason: "invalidProductIdentifier"),
+        Mixed(faults: [.status(503), .invalidJSON], reason: "internalError"),
+        Mixed(faults: [.reset, .status(401)], reason: "internalError"),
+        Mixed(faults: [.reset, .status(500)], reason: "serviceUnavailable"),
+        Mixed(faults: [.status(429), .reset], reason: "serviceUnavailable"),
+        // One chunk succeeds: still one error, never a half-filled result.
+        Mixed(faults: [.delay(milliseconds: 0), .status(404)], reason: "appNotRegistered"),
+        Mixed(faults: [.delay(milliseconds: 0), .reset], reason: "connectionError"),
+    ])
+    func chunksFailingDifferentlyReportTheFirstReasonOfTheContract(mixed: Mixed) async throws {
+        try await UpstreamScenario.run(environment: ["UPSTREAM_MAX_IDS": "1", "UPSTREAM_RETRIES": "0"]) { upstream, gateway in
+            for fault in mixed.faults { upstream.upstream.enqueue(fault) }
+            let answer = try await gateway.fetchProducts(["premium_monthly", "coins_100"])
+            #expect(answer.reason == mixed.reason)
+            #expect(answer.result == nil)
+            #expect(upstream.upstream.requests.count == 2)
+        }
+    }
+
+    @Test func aConnectionErrorOutranksTheCallsOwnDeadline() async throws {
+        try await UpstreamScenario.run(environment: [
+            "UPSTREAM_MAX_IDS": "1", "UPSTREAM_RETRIES": "0", "GATEWAY_REQUEST_TIMEOUT_MS": "1000", "UPSTREAM_TIMEOUT_MS": "10000",
+        ]) { upstream, gateway in
+            upstream.upstream.enqueue(.reset, .delay(milliseconds: 3000))
+            let answer = try await gateway.fetchProducts(["premium_monthly", "coins_100"])
+            #expect(answer.reason == "connectionError")
+            #expect(answer.result == nil)
+        }
+    }
+}
