@@ -43,7 +43,12 @@ public final class GatewayApplication: Sendable {
             self.client = client
             source = OnsideUpstreamSource(
                 client: client,
-                settings: .init(basePath: upstream.basePath, apiToken: configuration.apiToken, retries: configuration.upstreamRetries),
+                settings: .init(
+                    basePath: upstream.basePath,
+                    apiToken: configuration.apiToken,
+                    retries: configuration.upstreamRetries,
+                    attemptTimeout: .milliseconds(configuration.upstreamTimeoutMS)
+                ),
                 concurrency: AsyncSemaphore(permits: configuration.upstreamConcurrency),
                 metrics: metrics,
                 logger: logger

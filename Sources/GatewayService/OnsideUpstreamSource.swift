@@ -10,13 +10,16 @@ public struct OnsideUpstreamSource: ProductSource {
         public var basePath: String
         public var apiToken: String?
         public var retries: Int
+        /// The longest one attempt may take, from start to the last byte.
+        public var attemptTimeout: Duration
         /// First backoff; doubled after each attempt, with full jitter in its upper half.
         public var initialBackoff: Duration = .milliseconds(100)
 
-        public init(basePath: String, apiToken: String?, retries: Int) {
+        public init(basePath: String, apiToken: String?, retries: Int, attemptTimeout: Duration) {
             self.basePath = basePath
             self.apiToken = apiToken
             self.retries = retries
+            self.attemptTimeout = attemptTimeout
         }
     }
 
@@ -67,19 +70,48 @@ public struct OnsideUpstreamSource: ProductSource {
         }
     }
 
+    /// One attempt, bounded as a whole by `UPSTREAM_TIMEOUT_MS` (libevent's
+    /// own timeouts only bound each wait for a byte, so a peer trickling
+    /// bytes could otherwise hold the shared fetch). An attempt given up on
+    /// finishes in the background: it keeps its concurrency permit until
+    /// then, and its connection goes back to the pool or is closed.
     private func attemptOnce(path: String, headers: HTTPHeaders) async -> Result<HTTPClientResponse, HTTPClientError> {
-        await concurrency.withPermit {
-            metrics.upstreamStarted()
-            let started = ContinuousClock.now
-            let result = await client.get(path: path, headers: headers)
-            metrics.upstreamEnded()
-            let status: String
-            switch result {
-            case .success(let response): status = "\(response.status)"
-            case .failure: status = "connection_error"
+        await concurrency.acquire()
+        metrics.upstreamStarted()
+        let started = ContinuousClock.now
+        let winner = FirstResult<Result<HTTPClientResponse, HTTPClientError>>()
+        let timeout = settings.attemptTimeout
+        let (client, metrics, concurrency) = (self.client, self.metrics, self.concurrency)
+        return await withCheckedContinuation { continuation in
+            winner.install(continuation)
+            // Whichever ends first answers the attempt and is the one counted
+            // in gateway_upstream_requests_total.
+            let timer = Task {
+                try? await Task.sleep(for: timeout)
+                guard !Task.isCancelled else { return }
+                let timedOut = HTTPClientError(
+                    kind: .timeout,
+                    message: "no complete answer within \(timeout.milliseconds) ms (UPSTREAM_TIMEOUT_MS)",
+                    requestMayHaveBeenSent: true
+                )
+                if winner.offer(.failure(timedOut)) {
+                    metrics.recordUpstream(status: "connection_error", duration: ContinuousClock.now - started)
+                }
             }
-            metrics.recordUpstream(status: status, duration: ContinuousClock.now - started)
-            return result
+            Task {
+                let result = await client.get(path: path, headers: headers)
+                timer.cancel()
+                metrics.upstreamEnded()
+                concurrency.release()
+                if winner.offer(result) {
+                    let status: String
+                    switch result {
+                    case .success(let response): status = "\(response.status)"
+                    case .failure: status = "connection_error"
+                    }
+                    metrics.recordUpstream(status: status, duration: ContinuousClock.now - started)
+                }
+            }
         }
     }
 

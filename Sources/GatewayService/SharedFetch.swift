@@ -33,9 +33,17 @@ final class SharedFetch: Sendable {
                 }
             }
             let action = state.withLock { $0.addWaiter(id, Waiter(continuation: continuation, timer: timer)) }
-            if case .resume(let outcome) = action {
+            switch action {
+            case .resume(let outcome):
                 timer.cancel()
                 continuation.resume(returning: outcome)
+            case .suspend:
+                // The timer may have fired before the waiter was registered
+                // (a deadline already past); then nobody else would resume it.
+                if ContinuousClock.now >= deadline, let waiter = state.withLock({ $0.removeWaiter(id) }) {
+                    waiter.timer.cancel()
+                    waiter.continuation.resume(returning: .failure(failure))
+                }
             }
         }
     }
