@@ -79,7 +79,8 @@ public final class GatewayApplication: Sendable {
         self.service = service
         let rpc = JSONRPCServer<RPCCallContext>(
             maxBatchSize: configuration.maxBatch,
-            methods: ["products.fetch": Self.productsFetchMethod(service: service, metrics: metrics)]
+            methods: ["products.fetch": Self.productsFetchMethod(service: service)],
+            observer: Self.callObserver(metrics: metrics)
         )
         let readiness = ReadinessState()
         self.readiness = readiness
@@ -148,20 +149,29 @@ public final class GatewayApplication: Sendable {
         }
     }
 
-    /// The `products.fetch` method, with its metrics and call log line.
-    private static func productsFetchMethod(service: ProductsFetchService, metrics: GatewayMetrics) -> JSONRPCServer<RPCCallContext>.Method {
+    /// `products.fetch`, bound to the service.
+    private static func productsFetchMethod(service: ProductsFetchService) -> JSONRPCServer<RPCCallContext>.Method {
         { request, context in
-            let started = ContinuousClock.now
-            let result = await service.fetch(params: request.params, requestID: context.requestID, logger: context.logger)
-            let duration = ContinuousClock.now - started
-            let outcome = Self.outcome(of: result)
-            metrics.recordCall(method: request.method, outcome: outcome, duration: duration)
-            context.logger.info("rpc call", metadata: [
-                "method": "\(request.method)",
+            await service.fetch(params: request.params, requestID: context.requestID, logger: context.logger)
+        }
+    }
+
+    /// Metrics and the call's log line, for every request the engine saw:
+    /// calls, notifications, unknown methods, invalid requests, bodies that
+    /// are not JSON.
+    private static func callObserver(metrics: GatewayMetrics) -> JSONRPCServer<RPCCallContext>.Observer {
+        { record, context in
+            let outcome = Self.outcome(of: record.outcome)
+            let method = record.method ?? "-"
+            metrics.recordCall(method: method, outcome: outcome, duration: record.duration)
+            var metadata: Logger.Metadata = [
+                "method": "\(method.prefix(64))",
                 "outcome": "\(outcome)",
-                "durationMs": "\(duration.milliseconds)",
-            ])
-            return result
+                "durationMs": "\(record.duration.milliseconds)",
+            ]
+            if case .failure(let error) = record.outcome { metadata["code"] = "\(error.code)" }
+            if record.isNotification { metadata["notification"] = "true" }
+            context.logger.info("rpc call", metadata: metadata)
         }
     }
 
@@ -174,6 +184,8 @@ public final class GatewayApplication: Sendable {
             switch error.code {
             case -32602: return "invalidParams"
             case -32601: return "methodNotFound"
+            case -32600: return "invalidRequest"
+            case -32700: return "parseError"
             default: return "gatewayError"
             }
         }

@@ -20,14 +20,17 @@ public final class GatewayMetrics: Sendable {
     private let coalesced: CoreMetrics.Counter
     private let cacheHits: CoreMetrics.Counter
     private let upstreamStatus = Mutex<[String: CoreMetrics.Counter]>([:])
+    private let process: ProcessMetrics
 
-    /// Method label values; other method names are counted as `other` so a
-    /// caller cannot grow the label set.
+    /// Method label values; other method names, and requests whose method
+    /// could not be read, are counted as `other` so a caller cannot grow the
+    /// label set.
     static let methods = ["products.fetch", "other"]
     /// Outcome label values: `ok` or the error `reason`.
     static let outcomes = [
         "ok", "connectionError", "serviceUnavailable", "appNotRegistered", "invalidProductIdentifier",
-        "cancelled", "internalError", "invalidParams", "regionUnresolved", "methodNotFound", "gatewayError",
+        "cancelled", "internalError", "invalidParams", "regionUnresolved", "methodNotFound", "invalidRequest",
+        "parseError", "gatewayError",
     ]
 
     public init() {
@@ -57,6 +60,7 @@ public final class GatewayMetrics: Sendable {
         upstreamInflight = Meter(label: "gateway_upstream_inflight", factory: factory)
         coalesced = CoreMetrics.Counter(label: "gateway_coalesced_identifiers_total", factory: factory)
         cacheHits = CoreMetrics.Counter(label: "gateway_cache_hits_total", factory: factory)
+        process = ProcessMetrics(registry: registry)
     }
 
     /// Records one finished JSON-RPC call.
@@ -85,7 +89,8 @@ public final class GatewayMetrics: Sendable {
 
     /// The Prometheus text exposition of every series.
     public func exposition() -> [UInt8] {
-        registry.emitToBuffer()
+        process.refresh()
+        return registry.emitToBuffer()
     }
 }
 

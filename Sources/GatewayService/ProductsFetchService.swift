@@ -46,7 +46,13 @@ public final class ProductsFetchService: Sendable {
             parsed = try FetchProductsParams.parse(params, limits: settings.limits)
             region = try settings.regionResolver.resolve(parsed)
         } catch {
-            return .failure(error.jsonRPCError)
+            // Every error of the call carries the request id, as the
+            // upstream errors do, so a caller can quote it.
+            var rpcError = error.jsonRPCError
+            var data = rpcError.data?.objectValue ?? JSONObject()
+            data["requestId"] = .string(requestID)
+            rpcError.data = .object(data)
+            return .failure(rpcError)
         }
         switch await products(for: parsed, region: region, requestID: requestID) {
         case .success(let result):

@@ -15,21 +15,28 @@ public struct JSONRPCServer<Context: Sendable>: Sendable {
     /// notifications too; what they return is then dropped.
     public typealias Method = @Sendable (JSONRPCRequest, Context) async -> Result<JSONValue, JSONRPCError>
 
+    /// Told of every request answered or run, for metrics and logs: once per
+    /// request object (notifications included), once for a body that is not
+    /// JSON, and once for a batch refused as a whole.
+    public typealias Observer = @Sendable (JSONRPCCallRecord, Context) -> Void
+
     /// The most elements a batch may hold.
     public let maxBatchSize: Int
     /// The parser's limits for a body.
     public let limits: JSONParser.Limits
     private let methods: [String: Method]
+    private let observer: Observer?
 
     /// A server answering `methods` by name.
     ///
     /// - Precondition: `maxBatchSize` is at least 1 (configuration checks
     ///   its value before a server is built).
-    public init(maxBatchSize: Int, methods: [String: Method], limits: JSONParser.Limits = .init()) {
+    public init(maxBatchSize: Int, methods: [String: Method], limits: JSONParser.Limits = .init(), observer: Observer? = nil) {
         precondition(maxBatchSize >= 1, "maxBatchSize must be at least 1")
         self.maxBatchSize = maxBatchSize
         self.methods = methods
         self.limits = limits
+        self.observer = observer
     }
 
     /// The reply to one HTTP body.
@@ -38,7 +45,7 @@ public struct JSONRPCServer<Context: Sendable>: Sendable {
         do {
             document = try JSONParser.parse(body, limits: limits)
         } catch {
-            return Self.reply(JSONRPCResponse(id: .null, outcome: .failure(.parseError(error.message))))
+            return refuse(.parseError(error.message), context: context)
         }
 
         switch document {
@@ -49,13 +56,13 @@ public struct JSONRPCServer<Context: Sendable>: Sendable {
             return Self.reply(response)
         case .array(let elements):
             guard !elements.isEmpty else {
-                return Self.reply(JSONRPCResponse(id: .null, outcome: .failure(.invalidRequest("the batch is empty"))))
+                return refuse(.invalidRequest("the batch is empty"), context: context)
             }
             guard elements.count <= maxBatchSize else {
                 let error = JSONRPCError.invalidRequest(
                     "batch of \(elements.count) requests exceeds the limit of \(maxBatchSize)"
                 )
-                return Self.reply(JSONRPCResponse(id: .null, outcome: .failure(error)))
+                return refuse(error, context: context)
             }
             let responses = await respond(toBatch: elements, context: context)
             guard !responses.isEmpty else {
@@ -63,8 +70,7 @@ public struct JSONRPCServer<Context: Sendable>: Sendable {
             }
             return .json(JSONValue.array(responses.map(\.jsonValue)).serialized())
         case .null, .bool, .number, .string:
-            let error = JSONRPCError.invalidRequest("expected a request object or a batch array")
-            return Self.reply(JSONRPCResponse(id: .null, outcome: .failure(error)))
+            return refuse(.invalidRequest("expected a request object or a batch array"), context: context)
         }
     }
 
@@ -76,6 +82,7 @@ public struct JSONRPCServer<Context: Sendable>: Sendable {
     public func respond(to element: JSONValue, context: Context) async -> JSONRPCResponse? {
         switch Self.decode(element) {
         case .failure(let failed):
+            observe(method: nil, outcome: .failure(failed.error), duration: .zero, isNotification: false, context: context)
             return JSONRPCResponse(id: failed.id ?? .null, outcome: .failure(failed.error))
         case .success(let request):
             return await call(request, context: context)
@@ -132,11 +139,13 @@ public struct JSONRPCServer<Context: Sendable>: Sendable {
     /// Runs a valid request; `nil` for a notification.
     private func call(_ request: JSONRPCRequest, context: Context) async -> JSONRPCResponse? {
         let outcome: Result<JSONValue, JSONRPCError>
+        let started = ContinuousClock.now
         if let method = methods[request.method] {
             outcome = await method(request, context)
         } else {
             outcome = .failure(.methodNotFound(request.method))
         }
+        observe(method: request.method, outcome: outcome, duration: ContinuousClock.now - started, isNotification: request.isNotification, context: context)
         guard let id = request.id else { return nil }
         return JSONRPCResponse(id: id, outcome: outcome)
     }
@@ -149,6 +158,7 @@ public struct JSONRPCServer<Context: Sendable>: Sendable {
             for (index, element) in elements.enumerated() {
                 switch Self.decode(element) {
                 case .failure(let failed):
+                    observe(method: nil, outcome: .failure(failed.error), duration: .zero, isNotification: false, context: context)
                     slots[index] = JSONRPCResponse(id: failed.id ?? .null, outcome: .failure(failed.error))
                 case .success(let request):
                     group.addTask {
@@ -161,6 +171,16 @@ public struct JSONRPCServer<Context: Sendable>: Sendable {
             }
         }
         return slots.compactMap(\.self)
+    }
+
+    /// One error object for the whole body, with id `null`.
+    private func refuse(_ error: JSONRPCError, context: Context) -> JSONRPCReply {
+        observe(method: nil, outcome: .failure(error), duration: .zero, isNotification: false, context: context)
+        return Self.reply(JSONRPCResponse(id: .null, outcome: .failure(error)))
+    }
+
+    private func observe(method: String?, outcome: Result<JSONValue, JSONRPCError>, duration: Duration, isNotification: Bool, context: Context) {
+        observer?(JSONRPCCallRecord(method: method, outcome: outcome, duration: duration, isNotification: isNotification), context)
     }
 
     private static func reply(_ response: JSONRPCResponse) -> JSONRPCReply {
