@@ -37,10 +37,12 @@ struct evkeyval *gw_headers_next(struct evkeyval *header) {
     return header == NULL ? NULL : header->next.tqe_next;
 }
 
-int gw_listen_tcp(const char *host, int port, int backlog, char *error, size_t error_len) {
-    struct addrinfo hints, *result = NULL, *ai;
+/* Resolves host:port for a passive (listening) socket; on failure writes
+ * the reason to `error` and returns NULL. */
+static struct addrinfo *gw_resolve_passive(const char *host, int port, char *error, size_t error_len) {
+    struct addrinfo hints, *result = NULL;
     char service[16];
-    int fd = -1, rc, one = 1, saved = 0;
+    int rc;
 
     memset(&hints, 0, sizeof(hints));
     hints.ai_family = AF_UNSPEC;
@@ -50,8 +52,16 @@ int gw_listen_tcp(const char *host, int port, int backlog, char *error, size_t e
     rc = getaddrinfo(host, service, &hints, &result);
     if (rc != 0) {
         snprintf(error, error_len, "cannot resolve listen address %s: %s", host, gai_strerror(rc));
-        return -1;
+        return NULL;
     }
+    return result;
+}
+
+int gw_listen_tcp(const char *host, int port, int backlog, char *error, size_t error_len) {
+    struct addrinfo *result, *ai;
+    int fd = -1, one = 1, saved = 0;
+
+    if ((result = gw_resolve_passive(host, port, error, error_len)) == NULL) return -1;
     for (ai = result; ai != NULL; ai = ai->ai_next) {
         fd = socket(ai->ai_family, ai->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC, ai->ai_protocol);
         if (fd < 0) { saved = errno; continue; }
@@ -74,20 +84,10 @@ int gw_listen_tcp(const char *host, int port, int backlog, char *error, size_t e
 }
 
 int gw_tcp_port_available(const char *host, int port, char *error, size_t error_len) {
-    struct addrinfo hints, *result = NULL, *ai;
-    char service[16];
+    struct addrinfo *result, *ai;
     int fd, rc, one = 1, available = -1, saved = 0;
 
-    memset(&hints, 0, sizeof(hints));
-    hints.ai_family = AF_UNSPEC;
-    hints.ai_socktype = SOCK_STREAM;
-    hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
-    snprintf(service, sizeof(service), "%d", port);
-    rc = getaddrinfo(host, service, &hints, &result);
-    if (rc != 0) {
-        snprintf(error, error_len, "cannot resolve listen address %s: %s", host, gai_strerror(rc));
-        return -1;
-    }
+    if ((result = gw_resolve_passive(host, port, error, error_len)) == NULL) return -1;
     /* The same address gw_listen_tcp would take: the first that binds. */
     for (ai = result; ai != NULL; ai = ai->ai_next) {
         fd = socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC, ai->ai_protocol);
