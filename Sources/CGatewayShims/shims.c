@@ -13,6 +13,7 @@
 #include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <unistd.h>
 
 int gw_ssl_set_sni_host_name(SSL *ssl, const char *host_name) {
@@ -115,6 +116,11 @@ int gw_socket_local_port(int fd) {
     if (address.ss_family == AF_INET) return ntohs(((struct sockaddr_in *)&address)->sin_port);
     if (address.ss_family == AF_INET6) return ntohs(((struct sockaddr_in6 *)&address)->sin6_port);
     return -1;
+}
+
+int gw_socket_set_nodelay(int fd) {
+    int one = 1;
+    return setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 }
 
 int gw_socket_set_linger_zero(int fd) {

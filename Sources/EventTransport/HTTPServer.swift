@@ -166,6 +166,12 @@ final class LoopHTTPServer: @unchecked Sendable {
     }
 
     fileprivate func handle(_ request: OpaquePointer) {
+        if configuration.tls != nil, let connection = evhttp_request_get_connection(request),
+           let bev = evhttp_connection_get_bufferevent(connection) {
+            // Set per request (the fd is not known when the TLS bufferevent
+            // is made); cheap, and in place before the answer is written.
+            _ = gw_socket_set_nodelay(bufferevent_getfd(bev))
+        }
         let command = evhttp_request_get_command(request)
         let uri = evhttp_request_get_uri(request).map { String(cString: $0) } ?? "/"
         let message = HTTPServerRequest(

@@ -53,6 +53,10 @@ int gw_tcp_port_available(const char *host, int port, char *error, size_t error_
 /* The local port a socket is bound to, or -1. */
 int gw_socket_local_port(int fd);
 
+/* TCP_NODELAY on: a TLS answer leaves as several records, and Nagle plus
+ * delayed ACKs would hold the last one back ~40 ms. */
+int gw_socket_set_nodelay(int fd);
+
 /* SO_LINGER {on, 0}: the next close sends RST (test upstream's reset fault). */
 int gw_socket_set_linger_zero(int fd);
 
