@@ -58,7 +58,7 @@ public final class ProductsFetchService: Sendable {
         case .success(let result):
             return .success(result.jsonValue)
         case .failure(let failure):
-            logger.info("products.fetch failed", metadata: ["reason": "\(failure.reason)"])
+            logger.info("products.fetch failed", metadata: ["reason": "\(failure.reason)", "detail": "\(failure.message)"])
             return .failure(failure.jsonRPCError(requestID: requestID))
         }
     }

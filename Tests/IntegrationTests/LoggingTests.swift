@@ -17,7 +17,7 @@ import Testing
         let okID = "log-ok-\(UUID().uuidString)"
         let ok = try await gateway.rpc(MetricsTests.fetch(["premium_monthly"]), headers: [("X-Request-Id", okID)])
         #expect(ok.header("X-Request-Id") == okID)
-        #expect(upstream.upstream.requests.last?.headers["X-Request-Id"] == okID)
+        #expect(upstream.upstream.requests.last?.headers["X-Request-Id"] == okID, "answer: \(ok.bodyText)")
 
         // A failing call, retried once: its failure and retry lines carry the id too.
         let failID = "log-fail-\(UUID().uuidString)"

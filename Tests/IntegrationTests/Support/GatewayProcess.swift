@@ -102,23 +102,31 @@ final class GatewayProcess: Sendable {
         return (status, stdout.lines.joined(separator: "\n"), stderr.lines.joined(separator: "\n"))
     }
 
-    /// A port that was free a moment ago (bound to port 0, then closed).
+    /// A port that is free now, chosen outside the ephemeral range.
     static func freePort() throws -> Int {
+        // Outside the kernel's ephemeral range (32768-60999 by default):
+        // every other server in the tests binds port 0, and a port handed out
+        // here must not be given to one of them before the gateway binds it
+        // (with SO_REUSEPORT the two would share it, same user).
+        for _ in 0..<50 {
+            let port = Int.random(in: 20000..<32000)
+            if try probe(port: port) { return port }
+        }
+        throw TestHTTPError("no free port found in 20000-31999")
+    }
+
+    /// True when `port` can be bound on 127.0.0.1 right now.
+    private static func probe(port: Int) throws -> Bool {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard fd >= 0 else { throw TestHTTPError("socket failed") }
         defer { close(fd) }
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = 0
+        address.sin_port = in_port_t(UInt16(port).bigEndian)
         address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let bound = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { pointer in
-                bind(fd, pointer, length) == 0 && getsockname(fd, pointer, &length) == 0
-            }
+        return withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0 }
         }
-        guard bound else { throw TestHTTPError("cannot bind a probe socket: \(String(cString: strerror(errno)))") }
-        return Int(UInt16(bigEndian: address.sin_port))
     }
 
     // MARK: Observing and steering
