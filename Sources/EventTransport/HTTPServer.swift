@@ -234,6 +234,27 @@ final class LoopHTTPServer: @unchecked Sendable {
         }
     }
 
+    func startChunked(status: Int, headers: HTTPHeaders, request: OpaquePointer) {
+        loop.preconditionInEventLoop()
+        guard http != nil else { return }
+        LibeventConversions.add(headers, to: evhttp_request_get_output_headers(request))
+        evhttp_send_reply_start(request, Int32(status), Self.reason(status))
+    }
+
+    func sendChunk(_ bytes: [UInt8], request: OpaquePointer) {
+        loop.preconditionInEventLoop()
+        guard http != nil, let buffer = evbuffer_new() else { return }
+        defer { evbuffer_free(buffer) }
+        _ = bytes.withUnsafeBytes { evbuffer_add(buffer, $0.baseAddress, $0.count) }
+        evhttp_send_reply_chunk(request, buffer)
+    }
+
+    func endChunked(request: OpaquePointer) {
+        loop.preconditionInEventLoop()
+        guard http != nil else { return }
+        evhttp_send_reply_end(request)
+    }
+
     /// Sets SO_LINGER 0 on the request's socket and drops the connection, so
     /// the peer sees a reset (the test upstream's fault switch).
     func reset(_ request: OpaquePointer) {
@@ -286,6 +307,26 @@ public struct HTTPResponder: Sendable {
     /// Never answers; the request is dropped when its connection closes
     /// (test upstream's hang fault).
     public func abandon() {}
+
+    /// Starts a chunked answer (the test upstream's trickle fault): the
+    /// status and headers go now, each `sendChunk` later, `endChunked` last.
+    public func startChunked(status: Int, headers: HTTPHeaders) {
+        let server = self.server
+        let address = requestAddress
+        server.loop.execute { server.startChunked(status: status, headers: headers, request: OpaquePointer(bitPattern: address)!) }
+    }
+
+    public func sendChunk(_ bytes: [UInt8]) {
+        let server = self.server
+        let address = requestAddress
+        server.loop.execute { server.sendChunk(bytes, request: OpaquePointer(bitPattern: address)!) }
+    }
+
+    public func endChunked() {
+        let server = self.server
+        let address = requestAddress
+        server.loop.execute { server.endChunked(request: OpaquePointer(bitPattern: address)!) }
+    }
 }
 
 private func httpServerRequestCallback(_ request: OpaquePointer?, _ context: UnsafeMutableRawPointer?) {

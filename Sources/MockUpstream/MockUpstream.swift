@@ -109,6 +109,19 @@ public final class MockUpstream: Sendable {
             responder.resetConnection()
         case .hang:
             responder.abandon()
+        case .trickle(let chunks, let interval):
+            let answer = self.answer(request, identifiers: identifiers, country: query["country"], cacheControl: cacheControl, fault: nil)
+            Task {
+                responder.startChunked(status: answer.status, headers: answer.headers)
+                let size = max(1, (answer.body.count + chunks - 1) / max(1, chunks))
+                var offset = 0
+                while offset < answer.body.count {
+                    try? await Task.sleep(for: .milliseconds(interval))
+                    responder.sendChunk(Array(answer.body[offset..<min(offset + size, answer.body.count)]))
+                    offset += size
+                }
+                responder.endChunked()
+            }
         case .delay(let milliseconds):
             let answer = self.answer(request, identifiers: identifiers, country: query["country"], cacheControl: cacheControl, fault: nil)
             Task {

@@ -12,4 +12,7 @@ public enum MockUpstreamFault: Sendable, Equatable {
     case reset
     /// Never answer.
     case hang
+    /// Answer normally, but as a chunked body of `chunks` pieces sent
+    /// `intervalMilliseconds` apart: every wait is short, the whole is long.
+    case trickle(chunks: Int, intervalMilliseconds: Int)
 }

@@ -126,6 +126,28 @@ struct UpstreamErrorTests {
         }
     }
 
+    /// Every wait for a byte is shorter than UPSTREAM_TIMEOUT_MS, the whole
+    /// answer is not: the attempt's own deadline still ends it.
+    @Test func anUpstreamTricklingItsAnswerIsCutOffAtTheAttemptDeadline() async throws {
+        try await UpstreamScenario.run(environment: ["UPSTREAM_TIMEOUT_MS": "600", "UPSTREAM_RETRIES": "0", "GATEWAY_REQUEST_TIMEOUT_MS": "10000"]) { upstream, gateway in
+            upstream.upstream.enqueue(.trickle(chunks: 20, intervalMilliseconds: 150))
+            let answer = try await gateway.fetchProducts(["premium_monthly"])
+            Self.expectError(answer, code: -32001, reason: "connectionError", retryable: true, upstreamStatus: nil)
+            #expect(answer.message.contains("600 ms (UPSTREAM_TIMEOUT_MS)"))
+            #expect(upstream.upstream.requests.count == 1)
+        }
+    }
+
+    /// The same trickle within the deadline is an ordinary answer (the
+    /// chunked body is read whole).
+    @Test func aChunkedAnswerWithinTheDeadlineIsRead() async throws {
+        try await UpstreamScenario.run(environment: ["UPSTREAM_TIMEOUT_MS": "5000", "UPSTREAM_RETRIES": "0"]) { upstream, gateway in
+            upstream.upstream.enqueue(.trickle(chunks: 4, intervalMilliseconds: 50))
+            let answer = try await gateway.fetchProducts(["premium_monthly"])
+            #expect(answer.body["result"]?["products"]?[0]?["productIdentifier"] == "premium_monthly")
+        }
+    }
+
     @Test func theCallsOwnDeadlineIsCancelled() async throws {
         try await UpstreamScenario.run(environment: ["GATEWAY_REQUEST_TIMEOUT_MS": "300", "UPSTREAM_TIMEOUT_MS": "10000"]) { upstream, gateway in
             upstream.upstream.setStandingFault(.delay(milliseconds: 2000))
