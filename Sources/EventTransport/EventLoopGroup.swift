@@ -23,9 +23,6 @@ public final class EventLoopGroup: Sendable {
         return loops[index % loops.count]
     }
 
-    /// The loop whose thread is calling, if any.
-    public var current: EventLoop? { loops.first { $0.inEventLoop } }
-
     /// Stops every loop and waits until their threads have left `run()`.
     /// Call from a thread that is not one of the loops.
     public func shutdown() {

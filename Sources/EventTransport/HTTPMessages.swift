@@ -60,14 +60,9 @@ public struct HTTPClientError: Error, Sendable, Equatable, CustomStringConvertib
     public let kind: Kind
     /// What happened, for a person; never holds request headers.
     public let message: String
-    /// Whether any byte of the request may have reached the server's HTTP
-    /// layer (false for DNS, connect and handshake failures).
-    public let requestMayHaveBeenSent: Bool
-
-    public init(kind: Kind, message: String, requestMayHaveBeenSent: Bool) {
+    public init(kind: Kind, message: String) {
         self.kind = kind
         self.message = message
-        self.requestMayHaveBeenSent = requestMayHaveBeenSent
     }
 
     public var description: String { message }

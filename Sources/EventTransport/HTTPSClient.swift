@@ -101,7 +101,7 @@ final class HTTPSConnectionPool: @unchecked Sendable {
         do {
             connection = try acquire()
         } catch {
-            completion(.failure(HTTPClientError(kind: .tls, message: error.description, requestMayHaveBeenSent: false)))
+            completion(.failure(HTTPClientError(kind: .tls, message: error.description)))
             return
         }
         let wasReused = connection.completedExchanges > 0
@@ -223,14 +223,14 @@ final class HTTPSConnection: @unchecked Sendable {
 
     func send(path: String, headers: HTTPHeaders, completion: @escaping (Result<HTTPClientResponse, HTTPClientError>) -> Void) {
         guard let connection, !isClosed else {
-            completion(.failure(HTTPClientError(kind: .connection, message: "connection already closed", requestMayHaveBeenSent: false)))
+            completion(.failure(HTTPClientError(kind: .connection, message: "connection already closed")))
             return
         }
         let exchange = PendingExchange(connection: self, completion: completion)
         let context = Unmanaged.passRetained(exchange).toOpaque()
         guard let request = evhttp_request_new(httpsRequestDone, context) else {
             Unmanaged<PendingExchange>.fromOpaque(context).release()
-            completion(.failure(HTTPClientError(kind: .connection, message: "evhttp_request_new failed", requestMayHaveBeenSent: false)))
+            completion(.failure(HTTPClientError(kind: .connection, message: "evhttp_request_new failed")))
             return
         }
         evhttp_request_set_error_cb(request, httpsRequestError)
@@ -242,7 +242,7 @@ final class HTTPSConnection: @unchecked Sendable {
             // evhttp has freed the request and will not call back.
             isClosed = true
             Unmanaged<PendingExchange>.fromOpaque(context).release()
-            completion(.failure(HTTPClientError(kind: .connection, message: "cannot start the request", requestMayHaveBeenSent: false)))
+            completion(.failure(HTTPClientError(kind: .connection, message: "cannot start the request")))
         }
     }
 
@@ -278,18 +278,18 @@ final class HTTPSConnection: @unchecked Sendable {
         let timeoutText = "no answer within \(pool.configuration.timeoutMilliseconds) ms"
         let error: HTTPClientError
         if let tls = tlsFailure() {
-            error = HTTPClientError(kind: .tls, message: tls, requestMayHaveBeenSent: false)
+            error = HTTPClientError(kind: .tls, message: tls)
         } else {
             switch exchange.failure {
             case EVREQ_HTTP_TIMEOUT:
-                error = HTTPClientError(kind: .timeout, message: timeoutText, requestMayHaveBeenSent: true)
+                error = HTTPClientError(kind: .timeout, message: timeoutText)
             case EVREQ_HTTP_DATA_TOO_LONG:
-                error = HTTPClientError(kind: .connection, message: "response larger than \(pool.configuration.maxResponseBytes) bytes", requestMayHaveBeenSent: true)
+                error = HTTPClientError(kind: .connection, message: "response larger than \(pool.configuration.maxResponseBytes) bytes")
             case EVREQ_HTTP_INVALID_HEADER:
-                error = HTTPClientError(kind: .connection, message: "malformed HTTP response", requestMayHaveBeenSent: true)
+                error = HTTPClientError(kind: .connection, message: "malformed HTTP response")
             default:
                 let cause = exchange.socketError == 0 ? "connection closed" : String(cString: strerror(exchange.socketError))
-                error = HTTPClientError(kind: .connection, message: "\(cause) (\(pool.configuration.host):\(pool.configuration.port))", requestMayHaveBeenSent: completedExchanges > 0)
+                error = HTTPClientError(kind: .connection, message: "\(cause) (\(pool.configuration.host):\(pool.configuration.port))")
             }
         }
         exchange.completion(.failure(error))

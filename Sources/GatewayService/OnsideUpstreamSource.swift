@@ -91,8 +91,7 @@ public struct OnsideUpstreamSource: ProductSource {
                 guard !Task.isCancelled else { return }
                 let timedOut = HTTPClientError(
                     kind: .timeout,
-                    message: "no complete answer within \(timeout.milliseconds) ms (UPSTREAM_TIMEOUT_MS)",
-                    requestMayHaveBeenSent: true
+                    message: "no complete answer within \(timeout.milliseconds) ms (UPSTREAM_TIMEOUT_MS)"
                 )
                 if winner.offer(.failure(timedOut)) {
                     metrics.recordUpstream(status: "connection_error", duration: ContinuousClock.now - started)

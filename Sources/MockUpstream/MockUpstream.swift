@@ -85,13 +85,6 @@ public final class MockUpstream: Sendable {
         state.withLock { $0.countsByIdentifier[identifier] ?? 0 }
     }
 
-    public func resetObservations() {
-        state.withLock {
-            $0.requests = []
-            $0.countsByIdentifier = [:]
-        }
-    }
-
     // MARK: Serving
 
     fileprivate func handle(_ request: HTTPServerRequest, responder: HTTPResponder) {

@@ -124,14 +124,14 @@ struct UpstreamResponseClassifierTests {
     }
 
     @Test func aConnectionFailureIsARetryableConnectionError() throws {
-        let error = HTTPClientError(kind: .connection, message: "Connection reset by peer (localhost:443)", requestMayHaveBeenSent: true)
+        let error = HTTPClientError(kind: .connection, message: "Connection reset by peer (localhost:443)")
         let failed = try #require(Self.failed(.failure(error)))
         #expect(failed == Failed(failure: .connectionError(detail: "Connection reset by peer (localhost:443)"), retryable: true, retryAfterSeconds: nil))
         #expect(failed.failure.upstreamStatus == nil)
     }
 
     @Test func aTLSFailureIsAConnectionError() throws {
-        let error = HTTPClientError(kind: .tls, message: "certificate verification failed: unable to get local issuer certificate", requestMayHaveBeenSent: false)
+        let error = HTTPClientError(kind: .tls, message: "certificate verification failed: unable to get local issuer certificate")
         let failed = try #require(Self.failed(.failure(error)))
         #expect(failed.failure.reason == "connectionError")
         #expect(failed.failure.message.contains("certificate verification failed"))
