@@ -12,17 +12,33 @@ private let ignoreBrokenPipes: Void = {
     _ = signal(SIGPIPE, SIG_IGN)
 }()
 
+/// The loop whose thread is the calling thread, if any. A thread-local, so
+/// that code running on a loop finds its loop without being handed it.
+private let currentLoopKey: pthread_key_t = {
+    var key = pthread_key_t()
+    precondition(pthread_key_create(&key, nil) == 0, "pthread_key_create failed")
+    return key
+}()
+
 /// One libevent `event_base` and the thread that runs it.
 ///
 /// The base and everything attached to it (evhttp servers, client
-/// connections) are touched only on the loop's own thread. Other threads hand
-/// work over with ``execute(_:)``: the closure goes onto a locked queue and an
-/// eventfd wakes the loop, which drains the queue on its thread. That is the
-/// only way in, so the base needs no libevent locking
+/// connections, timers) are touched only on the loop's own thread. Other
+/// threads hand work over with ``execute(_:)``: the closure goes onto a locked
+/// queue and an eventfd wakes the loop, which drains the queue on its thread.
+/// That is the only way in, so the base needs no libevent locking
 /// (`EVENT_BASE_FLAG_NOLOCK`).
+///
+/// The loop is also a Swift executor (`SerialExecutor` and `TaskExecutor`):
+/// a task started with `Task(executorPreference: loop)` runs its
+/// nonisolated code on the loop thread, and a continuation resumed from
+/// anywhere brings it back there. A request accepted on a loop is answered
+/// from that loop without changing threads unless its work really has to
+/// move.
 public final class EventLoop: @unchecked Sendable {
     // @unchecked: `base` and `wakeEvent` are used only on the loop thread;
-    // `queue` and `thread` are guarded by mutexes.
+    // `pending` is guarded by its mutex; `owner` is an atomic written once
+    // before the loop runs.
 
     /// A short name for logs and thread names (`loop-0`, ...).
     public let name: String
@@ -30,10 +46,30 @@ public final class EventLoop: @unchecked Sendable {
     let base: OpaquePointer
     private let wakeFD: Int32
     private var wakeEvent: OpaquePointer?
-    private let queue = Mutex<[@Sendable () -> Void]>([])
-    private let threadID = Mutex<pthread_t?>(nil)
+    private let pending = Mutex(PendingWork())
+    private let owner = Atomic<UInt>(0)
+    private let hasStopped = Atomic<Bool>(false)
     private let finishedCondition = NSCondition()
     private var isFinished = false
+
+    /// Work waiting for the loop, and whether a wake-up is already on its way
+    /// (so a burst of submissions costs one `write(2)`, and submissions from
+    /// the loop itself cost none).
+    private struct PendingWork {
+        var items: [Work] = []
+        var wakeRequested = false
+        var eventfdSignalled = false
+        var stopped = false
+    }
+
+    private enum Work {
+        case closure(@Sendable () -> Void)
+        case job(UnownedJob)
+    }
+
+    private enum Wake {
+        case none, activate, signal
+    }
 
     /// Creates the loop. It runs once ``start()`` or ``run()`` is called.
     public init(name: String) throws(TransportError) {
@@ -65,10 +101,19 @@ public final class EventLoop: @unchecked Sendable {
         event_base_free(base)
     }
 
-    /// True when called on this loop's thread.
+    /// The loop running on the calling thread, or `nil` off every loop.
+    public static var current: EventLoop? {
+        guard let pointer = pthread_getspecific(currentLoopKey) else { return nil }
+        return Unmanaged<EventLoop>.fromOpaque(pointer).takeUnretainedValue()
+    }
+
+    /// True when called on this loop's thread, or once the loop has stopped
+    /// for good: then nothing runs it any more, and whoever holds work for it
+    /// (a continuation resumed during shutdown) runs that work itself.
     public var inEventLoop: Bool {
-        guard let owner = threadID.withLock({ $0 }) else { return false }
-        return pthread_equal(owner, pthread_self()) != 0
+        if hasStopped.load(ordering: .acquiring) { return true }
+        let thread = owner.load(ordering: .acquiring)
+        return thread != 0 && pthread_equal(pthread_t(thread), pthread_self()) != 0
     }
 
     /// Crashes when called off the loop thread: loop-owned state must not be
@@ -79,20 +124,51 @@ public final class EventLoop: @unchecked Sendable {
 
     /// Runs `work` on the loop thread, after the current callback returns.
     /// Safe from any thread, including the loop's own.
-    public func execute(_ work: @escaping @Sendable () -> Void) {
-        let wasEmpty = queue.withLock { pending in
-            pending.append(work)
-            return pending.count == 1
+    ///
+    /// - Returns: `false` when the loop has stopped and will never run it
+    ///   (the work is dropped; the caller must answer whoever waits on it).
+    @discardableResult
+    public func execute(_ work: @escaping @Sendable () -> Void) -> Bool {
+        submit(.closure(work))
+    }
+
+    private func submit(_ work: Work) -> Bool {
+        let onLoop = inEventLoop
+        let wake = pending.withLock { state -> Wake? in
+            if state.stopped { return nil }
+            state.items.append(work)
+            if state.wakeRequested { return Wake.none }
+            state.wakeRequested = true
+            if onLoop { return .activate }
+            state.eventfdSignalled = true
+            return .signal
         }
-        if wasEmpty { _ = gw_eventfd_signal(wakeFD) }
+        switch wake {
+        case nil:
+            return false
+        case .none?:
+            break
+        case .activate?:
+            // Same thread: no system call, the base runs it this iteration.
+            event_active(wakeEvent, Int32(EV_READ), 0)
+        case .signal?:
+            precondition(gw_eventfd_signal(wakeFD) == 0, "eventfd write failed on loop \(name): \(String(cString: strerror(errno)))")
+        }
+        return true
     }
 
     /// Runs the loop on the calling thread until ``stop()``.
     public func run() {
-        threadID.withLock { $0 = pthread_self() }
+        pthread_setspecific(currentLoopKey, Unmanaged.passUnretained(self).toOpaque())
+        owner.store(UInt(pthread_self()), ordering: .releasing)
         _ = event_base_loop(base, EVLOOP_NO_EXIT_ON_EMPTY)
-        // Work queued while stopping still runs, so no continuation is lost.
+        // Work queued while stopping still runs, so no continuation is lost;
+        // later submissions are refused.
         drainQueue()
+        pending.withLock { $0.stopped = true }
+        hasStopped.store(true, ordering: .releasing)
+        drainQueue()
+        pthread_setspecific(currentLoopKey, nil)
         finishedCondition.lock()
         isFinished = true
         finishedCondition.broadcast()
@@ -107,7 +183,7 @@ public final class EventLoop: @unchecked Sendable {
         thread.start()
         // Wait until the thread has recorded itself, so `inEventLoop` is
         // meaningful as soon as `start` returns.
-        while threadID.withLock({ $0 == nil }) { usleep(100) }
+        while owner.load(ordering: .acquiring) == 0 { usleep(100) }
     }
 
     /// Asks the loop to return from ``run()``; safe from any thread.
@@ -124,17 +200,146 @@ public final class EventLoop: @unchecked Sendable {
     }
 
     fileprivate func drainQueue() {
-        gw_eventfd_drain(wakeFD)
+        let signalled = pending.withLock { state in
+            let was = state.eventfdSignalled
+            state.eventfdSignalled = false
+            return was
+        }
+        if signalled { gw_eventfd_drain(wakeFD) }
         while true {
-            let batch = queue.withLock { pending -> [@Sendable () -> Void] in
-                let taken = pending
-                pending.removeAll(keepingCapacity: true)
+            let batch = pending.withLock { state -> [Work] in
+                if state.items.isEmpty {
+                    // Only now: a submission after this line wakes us anew.
+                    state.wakeRequested = false
+                    return []
+                }
+                let taken = state.items
+                state.items.removeAll(keepingCapacity: true)
                 return taken
             }
             if batch.isEmpty { return }
-            for work in batch { work() }
+            for work in batch {
+                switch work {
+                case .closure(let closure):
+                    closure()
+                case .job(let job):
+                    job.runSynchronously(isolatedTo: asUnownedSerialExecutor(), taskExecutor: asUnownedTaskExecutor())
+                }
+            }
         }
     }
+}
+
+// MARK: - Swift executor
+
+extension EventLoop: SerialExecutor, TaskExecutor {
+    /// Queues a task's job on the loop; jobs and ``execute(_:)`` closures run
+    /// in submission order.
+    public func enqueue(_ job: consuming ExecutorJob) {
+        let unowned = UnownedJob(job)
+        if !submit(.job(unowned)) {
+            // The loop has stopped for good (shutdown): no thread will ever
+            // run its queue, so the task goes on here rather than hang.
+            unowned.runSynchronously(isolatedTo: asUnownedSerialExecutor(), taskExecutor: asUnownedTaskExecutor())
+        }
+    }
+
+    public func asUnownedSerialExecutor() -> UnownedSerialExecutor {
+        UnownedSerialExecutor(ordinary: self)
+    }
+
+    public func asUnownedTaskExecutor() -> UnownedTaskExecutor {
+        UnownedTaskExecutor(ordinary: self)
+    }
+
+    public func checkIsolated() {
+        preconditionInEventLoop()
+    }
+}
+
+// MARK: - Timers
+
+extension EventLoop {
+    /// Calls `callback` on this loop after `delay`, unless the returned timer
+    /// is cancelled first. On the loop thread only.
+    public func scheduleTimer(after delay: Duration, _ callback: @escaping () -> Void) -> LoopTimer {
+        preconditionInEventLoop()
+        return LoopTimer(loop: self, delay: delay, callback: callback)
+    }
+
+    /// Calls `callback` on this loop at `deadline` (at once, on the next
+    /// turn, when it has passed). On the loop thread only.
+    public func scheduleTimer(at deadline: ContinuousClock.Instant, _ callback: @escaping () -> Void) -> LoopTimer {
+        scheduleTimer(after: max(.zero, deadline - .now), callback)
+    }
+
+    /// Suspends the calling task for `duration` on a loop timer. The task
+    /// must run on this loop (`Task(executorPreference:)`).
+    public func sleep(for duration: Duration) async {
+        preconditionInEventLoop()
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            _ = scheduleTimer(after: duration) { continuation.resume() }
+        }
+    }
+}
+
+/// A one-shot libevent timer owned by one loop.
+///
+/// It keeps itself alive while armed, so dropping the handle does not stop
+/// it; ``cancel()`` does. Loop-bound: create, cancel and release it on its
+/// loop's thread.
+public final class LoopTimer {
+    private let loop: EventLoop
+    private var event: OpaquePointer?
+    private var callback: (() -> Void)?
+    /// The reference the armed timer holds on itself; released exactly once,
+    /// when it fires or is cancelled.
+    private var selfWhileArmed: Unmanaged<LoopTimer>?
+
+    fileprivate init(loop: EventLoop, delay: Duration, callback: @escaping () -> Void) {
+        self.loop = loop
+        self.callback = callback
+        let context = Unmanaged.passUnretained(self).toOpaque()
+        guard let event = event_new(loop.base, -1, 0, loopTimerCallback, context) else {
+            preconditionFailure("event_new failed for a timer on \(loop.name)")
+        }
+        self.event = event
+        let (seconds, attoseconds) = max(.zero, delay).components
+        var interval = timeval(tv_sec: Int(seconds), tv_usec: Int(attoseconds / 1_000_000_000_000))
+        precondition(event_add(event, &interval) == 0, "event_add failed for a timer on \(loop.name)")
+        selfWhileArmed = Unmanaged.passRetained(self)
+    }
+
+    deinit {
+        if let event { event_free(event) }
+    }
+
+    /// Whether the timer will still fire.
+    public var isArmed: Bool { selfWhileArmed != nil }
+
+    /// Stops the timer; its callback will not run. Harmless after it fired.
+    public func cancel() {
+        loop.preconditionInEventLoop()
+        guard let retained = selfWhileArmed else { return }
+        if let event { event_del(event) }
+        callback = nil
+        selfWhileArmed = nil
+        retained.release()
+    }
+
+    fileprivate func fire() {
+        guard let retained = selfWhileArmed else { return }
+        let work = callback
+        callback = nil
+        selfWhileArmed = nil
+        work?()
+        retained.release()
+    }
+}
+
+private func loopTimerCallback(_ fd: Int32, _ what: Int16, _ context: UnsafeMutableRawPointer?) {
+    guard let context else { preconditionFailure("timer without its LoopTimer") }
+    Unmanaged<LoopTimer>.fromOpaque(context).takeUnretainedValue().fire()
 }
 
 private func eventLoopWakeCallback(_ fd: Int32, _ what: Int16, _ context: UnsafeMutableRawPointer?) {

@@ -10,8 +10,12 @@ public struct HTTPServerRequest: Sendable {
     public let headers: HTTPHeaders
     /// The whole body (already bounded by the server's body limit).
     public let body: [UInt8]
+    /// The loop that accepted the request and will write its answer: the
+    /// executor to run its work on (`Task(executorPreference:)`).
+    public let loop: EventLoop?
 
-    public init(method: String, uri: String, headers: HTTPHeaders, body: [UInt8]) {
+    public init(method: String, uri: String, headers: HTTPHeaders, body: [UInt8], loop: EventLoop? = nil) {
+        self.loop = loop
         self.method = method
         self.uri = uri
         self.path = String(uri.split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false).first ?? "")

@@ -2,6 +2,7 @@ import CGatewayShims
 import CLibevent
 import COpenSSL
 import Foundation
+import Synchronization
 
 /// Where and how an ``HTTPSClient`` connects.
 public struct HTTPSClientConfiguration: Sendable {
@@ -9,80 +10,183 @@ public struct HTTPSClientConfiguration: Sendable {
     public var host: String
     public var port: Int
     public var tls: TLSClientContext
-    /// Timeout of connecting, and of each wait for the peer to read or write.
+    /// The longest one exchange may take, from sending to the last byte
+    /// (`UPSTREAM_TIMEOUT_MS`); also bounds connecting and each wait.
     public var timeoutMilliseconds: Int
+    /// Most exchanges in flight at once over every loop
+    /// (`UPSTREAM_CONCURRENCY`); more wait their turn, first come first served.
+    public var maxConcurrentExchanges: Int
     /// Idle keep-alive connections kept per event loop.
     public var maxIdleConnectionsPerLoop: Int
+    /// An idle connection older than this is closed rather than reused.
+    public var idleTimeout: Duration
     /// Largest response body accepted.
     public var maxResponseBytes: Int
+    /// Told when an exchange starts and ends (the in-flight gauge).
+    public var observer: (any HTTPSClientObserver)?
 
     public init(
         host: String,
         port: Int,
         tls: TLSClientContext,
         timeoutMilliseconds: Int,
-        maxIdleConnectionsPerLoop: Int = 16,
-        maxResponseBytes: Int = 8 << 20
+        maxConcurrentExchanges: Int = 64,
+        maxIdleConnectionsPerLoop: Int? = nil,
+        idleTimeout: Duration = .seconds(30),
+        maxResponseBytes: Int = 8 << 20,
+        observer: (any HTTPSClientObserver)? = nil
     ) {
         self.host = host
         self.port = port
         self.tls = tls
         self.timeoutMilliseconds = timeoutMilliseconds
-        self.maxIdleConnectionsPerLoop = maxIdleConnectionsPerLoop
+        self.maxConcurrentExchanges = maxConcurrentExchanges
+        // As many idle as may be leased: a loop that ran at the cap reuses
+        // every connection instead of handshaking again.
+        self.maxIdleConnectionsPerLoop = maxIdleConnectionsPerLoop ?? maxConcurrentExchanges
+        self.idleTimeout = idleTimeout
         self.maxResponseBytes = maxResponseBytes
+        self.observer = observer
     }
+}
+
+/// Hears of exchanges as they go out and end, on the loop that runs them.
+public protocol HTTPSClientObserver: Sendable {
+    /// A request is about to be sent (it holds a lease).
+    func exchangeStarted()
+    /// It ended, answered or not.
+    func exchangeEnded()
 }
 
 /// An HTTPS/1.1 client on libevent's evhttp over OpenSSL bufferevents.
 ///
-/// Each event loop keeps its own pool of keep-alive connections (evhttp
-/// sends one request at a time per connection). A request is started on the
-/// next loop, round robin, and its answer resumes the caller's continuation
-/// from that loop's thread.
+/// A request runs on the loop of the task that sends it (the loop that
+/// accepted the caller's request), from that loop's pool of keep-alive
+/// connections, so its answer resumes the caller on the thread it is
+/// already on. Leases are capped over all loops by one
+/// ``ConnectionPoolStateMachine`` under a mutex; a caller past the cap waits
+/// in its queue until its deadline. Each exchange is bounded as a whole by
+/// one loop timer, which cancels the request (`evhttp_cancel_request`) and
+/// frees its connection and lease at once.
 public final class HTTPSClient: Sendable {
+    typealias StateMachine = ConnectionPoolStateMachine<PendingRequest, ContinuousClock>
+
     private let group: EventLoopGroup
-    private let pools: [ObjectIdentifier: HTTPSConnectionPool]
+    private let pools: [HTTPSConnectionPool]
+    let state: Mutex<StateMachine>
+    private let nextWaiterID = Atomic<Int>(0)
 
     public init(group: EventLoopGroup, configuration: HTTPSClientConfiguration) {
         self.group = group
-        var pools: [ObjectIdentifier: HTTPSConnectionPool] = [:]
-        for loop in group.loops {
-            pools[ObjectIdentifier(loop)] = HTTPSConnectionPool(loop: loop, configuration: configuration)
+        self.state = Mutex(StateMachine(
+            loopCount: group.loops.count,
+            maxLeased: max(1, configuration.maxConcurrentExchanges),
+            maxIdlePerLoop: configuration.maxIdleConnectionsPerLoop,
+            idleTimeout: configuration.idleTimeout
+        ))
+        var pools: [HTTPSConnectionPool] = []
+        for (index, loop) in group.loops.enumerated() {
+            pools.append(HTTPSConnectionPool(loop: loop, index: index, configuration: configuration))
         }
         self.pools = pools
+        for pool in pools { pool.client = self }
     }
 
     /// Sends `GET path` with `headers` (Host is added) and returns the whole
     /// response, or why there is none.
-    public func get(path: String, headers: HTTPHeaders) async -> Result<HTTPClientResponse, HTTPClientError> {
-        let loop = group.next()
-        let pool = pools[ObjectIdentifier(loop)]!
+    ///
+    /// Runs on the caller's loop when the caller runs on one of the group's
+    /// loops, else on the next loop, round robin.
+    /// - Parameter leaseDeadline: How long the request may wait for a lease
+    ///   when `UPSTREAM_CONCURRENCY` exchanges are already in flight.
+    public func get(path: String, headers: HTTPHeaders, leaseDeadline: ContinuousClock.Instant) async -> Result<HTTPClientResponse, HTTPClientError> {
+        let pool: HTTPSConnectionPool
+        if let current = EventLoop.current, let own = pools.first(where: { $0.loop === current }) {
+            pool = own
+        } else {
+            let next = group.next()
+            pool = pools.first { $0.loop === next } ?? pools[0]
+        }
         return await withCheckedContinuation { continuation in
-            loop.execute {
-                pool.perform(path: path, headers: headers, retryStale: true) { continuation.resume(returning: $0) }
+            let request = PendingRequest(
+                path: path,
+                headers: headers,
+                leaseDeadline: leaseDeadline,
+                waiterID: nextWaiterID.add(1, ordering: .relaxed).oldValue
+            ) { continuation.resume(returning: $0) }
+            if pool.loop.inEventLoop {
+                pool.start(request)
+            } else if !pool.loop.execute({ pool.start(request) }) {
+                request.complete(.failure(HTTPClientError(kind: .connection, message: "the client is shut down")))
             }
         }
     }
 
-    /// Closes every pooled connection. Call when no request is in flight,
-    /// from a thread that is not one of the loops.
+    /// Closes every idle connection and fails every waiting request;
+    /// connections in use close when their exchange ends. Call from a thread
+    /// that is not one of the loops.
     public func shutdown() {
-        for pool in pools.values {
-            pool.loop.submitAndWait { pool.closeAll() }
+        let action = state.withLock { $0.shutDown() }
+        for waiter in action.waiters {
+            let pool = pools[waiter.loopIndex]
+            pool.loop.submitAndWait {
+                waiter.waitTimer?.cancel()
+                waiter.complete(.failure(HTTPClientError(kind: .connection, message: "the client is shut down")))
+            }
         }
+        for pool in pools {
+            let ids = action.close.filter { $0.loop == pool.index }.map(\.id)
+            pool.loop.submitAndWait { pool.close(ids) }
+        }
+    }
+
+    fileprivate func pool(_ index: Int) -> HTTPSConnectionPool { pools[index] }
+}
+
+/// One request from the moment it asks for a lease until it is answered.
+/// Loop-bound to the loop it started on; it crosses threads only inside the
+/// pool's state (as a waiter) and comes back to its loop to run.
+final class PendingRequest: @unchecked Sendable {
+    let path: String
+    let headers: HTTPHeaders
+    let leaseDeadline: ContinuousClock.Instant
+    let waiterID: Int
+    var loopIndex = 0
+    var waitTimer: LoopTimer?
+    /// A reused connection that fails before any answer is retried once.
+    var mayRetryStale = true
+    private var completion: ((Result<HTTPClientResponse, HTTPClientError>) -> Void)?
+
+    init(path: String, headers: HTTPHeaders, leaseDeadline: ContinuousClock.Instant, waiterID: Int, completion: @escaping (Result<HTTPClientResponse, HTTPClientError>) -> Void) {
+        self.path = path
+        self.headers = headers
+        self.leaseDeadline = leaseDeadline
+        self.waiterID = waiterID
+        self.completion = completion
+    }
+
+    /// Answers the caller; exactly once, later calls are ignored.
+    func complete(_ result: Result<HTTPClientResponse, HTTPClientError>) {
+        guard let completion else { return }
+        self.completion = nil
+        completion(result)
     }
 }
 
 /// The connections of one loop. Loop-bound: every method runs on `loop`.
 final class HTTPSConnectionPool: @unchecked Sendable {
-    // @unchecked: all mutable state is touched only on `loop`.
+    // @unchecked: all mutable state is touched only on `loop`; `client` is
+    // set once before any request.
     let loop: EventLoop
+    let index: Int
     let configuration: HTTPSClientConfiguration
-    private var idle: [HTTPSConnection] = []
+    unowned(unsafe) var client: HTTPSClient!
+    private var connections: [Int: HTTPSConnection] = [:]
     private var dnsBase: OpaquePointer?
 
-    init(loop: EventLoop, configuration: HTTPSClientConfiguration) {
+    init(loop: EventLoop, index: Int, configuration: HTTPSClientConfiguration) {
         self.loop = loop
+        self.index = index
         self.configuration = configuration
     }
 
@@ -90,63 +194,98 @@ final class HTTPSConnectionPool: @unchecked Sendable {
         if let dnsBase { evdns_base_free(dnsBase, 0) }
     }
 
-    func perform(
-        path: String,
-        headers: HTTPHeaders,
-        retryStale: Bool,
-        completion: @escaping (Result<HTTPClientResponse, HTTPClientError>) -> Void
-    ) {
+    /// Asks for a lease; runs the request now, or queues it with a deadline.
+    func start(_ request: PendingRequest) {
         loop.preconditionInEventLoop()
-        let connection: HTTPSConnection
-        do {
-            connection = try acquire()
-        } catch {
-            completion(.failure(HTTPClientError(kind: .tls, message: error.description)))
-            return
+        request.loopIndex = index
+        let action = client.state.withLock {
+            $0.lease(request.waiterID, loop: index, waiter: request, now: .now)
         }
-        let wasReused = connection.completedExchanges > 0
-        connection.send(path: path, headers: headers) { [self] result in
-            if connection.isClosed {
-                retire(connection)
-            } else {
-                release(connection)
+        switch action {
+        case .proceed(let lease, let closing):
+            close(closing)
+            run(request, on: lease)
+        case .wait:
+            let client = self.client!
+            request.waitTimer = loop.scheduleTimer(at: request.leaseDeadline) {
+                // Nil when the lease was granted meanwhile: then it runs.
+                guard client.state.withLock({ $0.cancelWaiter(request.waiterID) }) != nil else { return }
+                request.complete(.failure(HTTPClientError(
+                    kind: .timeout,
+                    message: "no upstream connection became free before the deadline (UPSTREAM_CONCURRENCY exchanges in flight)"
+                )))
             }
-            // A kept-alive connection the server closed while it sat idle
-            // fails before any answer: try once more on a fresh one.
-            if case .failure(let error) = result, wasReused, retryStale, error.kind == .connection {
-                perform(path: path, headers: headers, retryStale: false, completion: completion)
+        case .refuse:
+            request.complete(.failure(HTTPClientError(kind: .connection, message: "the client is shut down")))
+        }
+    }
+
+    /// Runs the request on its leased connection.
+    func run(_ request: PendingRequest, on lease: ConnectionPoolStateMachine<PendingRequest, ContinuousClock>.Lease) {
+        loop.preconditionInEventLoop()
+        request.waitTimer?.cancel()
+        request.waitTimer = nil
+        let connection: HTTPSConnection
+        switch lease {
+        case .idle(let id):
+            guard let existing = connections[id] else { preconditionFailure("leased idle connection \(id) is unknown on \(loop.name)") }
+            connection = existing
+        case .create(let id):
+            do {
+                connection = try HTTPSConnection(pool: self, id: id, dnsBase: try dns())
+            } catch {
+                end(id, reusable: false)
+                request.complete(.failure(HTTPClientError(kind: .tls, message: error.description)))
                 return
             }
-            completion(result)
+            connections[id] = connection
+        }
+        let wasReused = connection.completedExchanges > 0
+        configuration.observer?.exchangeStarted()
+        connection.send(path: request.path, headers: request.headers) { [self] result in
+            configuration.observer?.exchangeEnded()
+            // A kept-alive connection the server closed while it sat idle
+            // fails before any answer: try once more on a fresh one, under
+            // the same lease.
+            if case .failure(let error) = result, wasReused, request.mayRetryStale, error.kind == .connection {
+                request.mayRetryStale = false
+                let replacement = client.state.withLock { $0.replace(connection.id) }
+                retire(connection)
+                run(request, on: .create(replacement))
+                return
+            }
+            end(connection.id, reusable: !connection.isClosed)
+            request.complete(result)
         }
     }
 
-    func closeAll() {
+    /// Gives the lease back; performs what the state machine says.
+    private func end(_ id: Int, reusable: Bool) {
+        let action = client.state.withLock { $0.release(id, reusable: reusable, now: .now) }
+        for closing in action.close {
+            if let connection = connections[closing] { retire(connection) }
+        }
+        if let grant = action.grant {
+            let target = client.pool(grant.loop)
+            // On the waiter's own loop, after this callback has returned.
+            let request = grant.waiter
+            let lease = grant.lease
+            target.loop.execute { target.run(request, on: lease) }
+        }
+    }
+
+    func close(_ ids: [Int]) {
         loop.preconditionInEventLoop()
-        for connection in idle { connection.free() }
-        idle.removeAll()
-    }
-
-    private func acquire() throws(TransportError) -> HTTPSConnection {
-        while let connection = idle.popLast() {
-            if !connection.isClosed { return connection }
-            retire(connection)
-        }
-        return try HTTPSConnection(pool: self, dnsBase: try dns())
-    }
-
-    private func release(_ connection: HTTPSConnection) {
-        if idle.count < configuration.maxIdleConnectionsPerLoop {
-            idle.append(connection)
-        } else {
-            retire(connection)
+        for id in ids {
+            if let connection = connections[id] { retire(connection) }
         }
     }
 
     /// Frees a connection on the next loop turn: evhttp may still be on
     /// the stack of the callback that reported its end.
     func retire(_ connection: HTTPSConnection) {
-        idle.removeAll { $0 === connection }
+        connections[connection.id] = nil
+        connection.markClosed()
         loop.execute { connection.free() }
     }
 
@@ -171,12 +310,15 @@ final class HTTPSConnection: @unchecked Sendable {
     // @unchecked: loop-bound like its pool; it crosses into a closure only to
     // be freed by a later turn of the same loop.
     private unowned let pool: HTTPSConnectionPool
+    /// The pool state machine's name for it.
+    let id: Int
     private var connection: OpaquePointer?
     private(set) var isClosed = false
     private(set) var completedExchanges = 0
 
-    init(pool: HTTPSConnectionPool, dnsBase: OpaquePointer) throws(TransportError) {
+    init(pool: HTTPSConnectionPool, id: Int, dnsBase: OpaquePointer) throws(TransportError) {
         self.pool = pool
+        self.id = id
         let configuration = pool.configuration
         let ssl = try configuration.tls.makeSSL(host: configuration.host)
         guard let bev = bufferevent_openssl_socket_new(
@@ -219,7 +361,7 @@ final class HTTPSConnection: @unchecked Sendable {
         isClosed = true
     }
 
-    fileprivate func markClosed() { isClosed = true }
+    func markClosed() { isClosed = true }
 
     func send(path: String, headers: HTTPHeaders, completion: @escaping (Result<HTTPClientResponse, HTTPClientError>) -> Void) {
         guard let connection, !isClosed else {
@@ -243,7 +385,29 @@ final class HTTPSConnection: @unchecked Sendable {
             isClosed = true
             Unmanaged<PendingExchange>.fromOpaque(context).release()
             completion(.failure(HTTPClientError(kind: .connection, message: "cannot start the request")))
+            return
         }
+        exchange.request = request
+        // libevent's own timeouts bound each wait for a byte; this bounds the
+        // whole exchange, so a peer trickling bytes cannot hold a lease.
+        exchange.timer = pool.loop.scheduleTimer(after: .milliseconds(pool.configuration.timeoutMilliseconds)) { [self] in
+            expire(exchange, context: context)
+        }
+    }
+
+    /// The exchange ran out of time: cancel the request, which resets the
+    /// connection; evhttp then calls the error callback but never the done
+    /// callback, so the reference taken for it is given back here.
+    private func expire(_ exchange: PendingExchange, context: UnsafeMutableRawPointer) {
+        guard let request = exchange.request else { return }
+        exchange.request = nil
+        isClosed = true
+        evhttp_cancel_request(request)
+        Unmanaged<PendingExchange>.fromOpaque(context).release()
+        exchange.completion(.failure(HTTPClientError(
+            kind: .timeout,
+            message: "no complete answer within \(pool.configuration.timeoutMilliseconds) ms (UPSTREAM_TIMEOUT_MS)"
+        )))
     }
 
     /// Why the connection failed, from OpenSSL's point of view: a failed
@@ -264,6 +428,9 @@ final class HTTPSConnection: @unchecked Sendable {
     }
 
     fileprivate func finish(_ exchange: PendingExchange, request: OpaquePointer?) {
+        exchange.timer?.cancel()
+        exchange.timer = nil
+        exchange.request = nil
         if let request, evhttp_request_get_response_code(request) > 0 {
             completedExchanges += 1
             let response = HTTPClientResponse(
@@ -303,6 +470,9 @@ private final class PendingExchange {
     let completion: (Result<HTTPClientResponse, HTTPClientError>) -> Void
     var failure: evhttp_request_error?
     var socketError: Int32 = 0
+    /// The request while evhttp holds it; `nil` once it ended or was cancelled.
+    var request: OpaquePointer?
+    var timer: LoopTimer?
 
     init(connection: HTTPSConnection, completion: @escaping (Result<HTTPClientResponse, HTTPClientError>) -> Void) {
         self.connection = connection

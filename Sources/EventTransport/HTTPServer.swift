@@ -178,7 +178,8 @@ final class LoopHTTPServer: @unchecked Sendable {
             method: LibeventConversions.methodName(command),
             uri: uri,
             headers: LibeventConversions.headers(evhttp_request_get_input_headers(request)),
-            body: LibeventConversions.bytes(of: evhttp_request_get_input_buffer(request))
+            body: LibeventConversions.bytes(of: evhttp_request_get_input_buffer(request)),
+            loop: loop
         )
         if (command == EVHTTP_REQ_HEAD || command == EVHTTP_REQ_TRACE),
            message.headers["Content-Length"].map({ $0 != "0" }) ?? (message.headers["Transfer-Encoding"] != nil) {

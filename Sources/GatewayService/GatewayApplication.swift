@@ -38,7 +38,12 @@ public final class GatewayApplication: Sendable {
                 throw ConfigurationError(variable: configuration.caFile == nil ? "ONSIDE_UPSTREAM_URL" : "ONSIDE_CA_FILE", message: "cannot set up TLS: \(error.message)")
             }
             let client = HTTPSClient(group: group, configuration: HTTPSClientConfiguration(
-                host: upstream.host, port: upstream.port, tls: tls, timeoutMilliseconds: configuration.upstreamTimeoutMS
+                host: upstream.host,
+                port: upstream.port,
+                tls: tls,
+                timeoutMilliseconds: configuration.upstreamTimeoutMS,
+                maxConcurrentExchanges: configuration.upstreamConcurrency,
+                observer: UpstreamInflightGauge(metrics: metrics)
             ))
             self.client = client
             source = OnsideUpstreamSource(
@@ -49,7 +54,6 @@ public final class GatewayApplication: Sendable {
                     retries: configuration.upstreamRetries,
                     attemptTimeout: .milliseconds(configuration.upstreamTimeoutMS)
                 ),
-                concurrency: AsyncSemaphore(permits: configuration.upstreamConcurrency),
                 metrics: metrics,
                 logger: logger
             )

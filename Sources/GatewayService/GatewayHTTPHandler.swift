@@ -95,7 +95,9 @@ final class GatewayHTTPHandler: Sendable {
         callLogger[metadataKey: "requestId"] = "\(requestID)"
         let context = RPCCallContext(requestID: requestID, logger: callLogger)
         inFlight.add(1, ordering: .acquiringAndReleasing)
-        Task { [self] in
+        // On the loop that accepted the request: parsing, the cache and the
+        // answer of a call served from memory never leave this thread.
+        Task(executorPreference: request.loop) { [self] in
             let reply = await rpc.handle(body: request.body, context: context)
             switch reply {
             case .noContent:

@@ -25,14 +25,14 @@ public struct OnsideUpstreamSource: ProductSource {
 
     private let client: HTTPSClient
     private let settings: Settings
-    private let concurrency: AsyncSemaphore
     private let metrics: GatewayMetrics
     private let logger: Logger
 
-    init(client: HTTPSClient, settings: Settings, concurrency: AsyncSemaphore, metrics: GatewayMetrics, logger: Logger) {
+    /// - Parameter client: Caps exchanges in flight (`UPSTREAM_CONCURRENCY`)
+    ///   and bounds each one (`UPSTREAM_TIMEOUT_MS`) itself.
+    init(client: HTTPSClient, settings: Settings, metrics: GatewayMetrics, logger: Logger) {
         self.client = client
         self.settings = settings
-        self.concurrency = concurrency
         self.metrics = metrics
         self.logger = logger
     }
@@ -47,7 +47,7 @@ public struct OnsideUpstreamSource: ProductSource {
 
         var attempt = 0
         while true {
-            let outcome = await attemptOnce(path: path, headers: headers)
+            let outcome = await attemptOnce(path: path, headers: headers, deadline: request.deadline)
             let verdict = UpstreamResponseClassifier.classify(outcome)
             switch verdict {
             case .success(let page):
@@ -64,54 +64,26 @@ public struct OnsideUpstreamSource: ProductSource {
                 logger.debug("upstream attempt failed, retrying", metadata: [
                     "attempt": "\(attempt + 1)", "reason": "\(failure.reason)", "backoffMs": "\(backoff.milliseconds)",
                 ])
-                try? await Task.sleep(for: backoff)
+                await LoopSleep.sleep(for: backoff)
                 attempt += 1
             }
         }
     }
 
-    /// One attempt, bounded as a whole by `UPSTREAM_TIMEOUT_MS` (libevent's
-    /// own timeouts only bound each wait for a byte, so a peer trickling
-    /// bytes could otherwise hold the shared fetch). An attempt given up on
-    /// finishes in the background: it keeps its concurrency permit until
-    /// then, and its connection goes back to the pool or is closed.
-    private func attemptOnce(path: String, headers: HTTPHeaders) async -> Result<HTTPClientResponse, HTTPClientError> {
-        await concurrency.acquire()
-        metrics.upstreamStarted()
+    /// One attempt. The client bounds it as a whole by `UPSTREAM_TIMEOUT_MS`
+    /// with a loop timer that cancels the request and frees its connection
+    /// and lease at once; the wait for a lease is bounded by the fetch's
+    /// deadline.
+    private func attemptOnce(path: String, headers: HTTPHeaders, deadline: ContinuousClock.Instant) async -> Result<HTTPClientResponse, HTTPClientError> {
         let started = ContinuousClock.now
-        let winner = FirstResult<Result<HTTPClientResponse, HTTPClientError>>()
-        let timeout = settings.attemptTimeout
-        let (client, metrics, concurrency) = (self.client, self.metrics, self.concurrency)
-        return await withCheckedContinuation { continuation in
-            winner.install(continuation)
-            // Whichever ends first answers the attempt and is the one counted
-            // in gateway_upstream_requests_total.
-            let timer = Task {
-                try? await Task.sleep(for: timeout)
-                guard !Task.isCancelled else { return }
-                let timedOut = HTTPClientError(
-                    kind: .timeout,
-                    message: "no complete answer within \(timeout.milliseconds) ms (UPSTREAM_TIMEOUT_MS)"
-                )
-                if winner.offer(.failure(timedOut)) {
-                    metrics.recordUpstream(status: "connection_error", duration: ContinuousClock.now - started)
-                }
-            }
-            Task {
-                let result = await client.get(path: path, headers: headers)
-                timer.cancel()
-                metrics.upstreamEnded()
-                concurrency.release()
-                if winner.offer(result) {
-                    let status: String
-                    switch result {
-                    case .success(let response): status = "\(response.status)"
-                    case .failure: status = "connection_error"
-                    }
-                    metrics.recordUpstream(status: status, duration: ContinuousClock.now - started)
-                }
-            }
+        let result = await client.get(path: path, headers: headers, leaseDeadline: deadline)
+        let status: String
+        switch result {
+        case .success(let response): status = "\(response.status)"
+        case .failure: status = "connection_error"
         }
+        metrics.recordUpstream(status: status, duration: ContinuousClock.now - started)
+        return result
     }
 
     private func jitteredBackoff(attempt: Int) -> Duration {
