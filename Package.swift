@@ -93,6 +93,7 @@ let package = Package(
         ),
 
         // MARK: Tests.
+        .testTarget(name: "EventTransportTests", dependencies: ["EventTransport"], swiftSettings: testSwift),
         .testTarget(name: "JSONRPCTests", dependencies: ["JSONRPC"], swiftSettings: testSwift),
         .testTarget(name: "ProductsDomainTests", dependencies: ["ProductsDomain", "JSONRPC"], swiftSettings: testSwift),
         .testTarget(name: "GatewayServiceTests", dependencies: ["GatewayService", "ProductsDomain", "JSONRPC"], swiftSettings: testSwift),

@@ -138,6 +138,54 @@ struct UpstreamErrorTests {
         }
     }
 
+    /// An exchange cut off at its deadline gives its lease back at once,
+    /// though the upstream goes on trickling: with one lease in all, the
+    /// next call for another identifier is served, not left waiting until
+    /// the trickle ends (10 s, past that call's 3 s deadline).
+    @Test func anExchangeCutOffAtItsDeadlineFreesItsLeaseAtOnce() async throws {
+        try await UpstreamScenario.run(environment: [
+            "UPSTREAM_CONCURRENCY": "1", "UPSTREAM_TIMEOUT_MS": "400", "UPSTREAM_RETRIES": "0",
+            "GATEWAY_REQUEST_TIMEOUT_MS": "3000",
+        ]) { upstream, gateway in
+            upstream.upstream.enqueue(.trickle(chunks: 40, intervalMilliseconds: 250))
+            let cut = try await gateway.fetchProducts(["premium_monthly"])
+            Self.expectError(cut, code: -32001, reason: "connectionError", retryable: true, upstreamStatus: nil)
+            #expect(cut.message.contains("400 ms (UPSTREAM_TIMEOUT_MS)"))
+            let next = try await gateway.fetchProducts(["coins_1200"])
+            #expect(next.error == nil)
+            #expect(next.productIDs == ["coins_1200"])
+            #expect(try await gateway.metricValue("gateway_upstream_inflight") == 0)
+        }
+    }
+
+    /// With every lease taken, a call waits its turn, but never past its
+    /// own deadline: then it leaves the queue, so when the lease comes back
+    /// nothing is sent for it, and the lease serves the next call.
+    @Test func aCallWaitingForALeaseLeavesTheQueueAtItsDeadline() async throws {
+        try await UpstreamScenario.run(environment: [
+            "UPSTREAM_CONCURRENCY": "1", "UPSTREAM_TIMEOUT_MS": "2500", "UPSTREAM_RETRIES": "0",
+            "GATEWAY_REQUEST_TIMEOUT_MS": "1500",
+        ]) { upstream, gateway in
+            // The holder's exchange hangs until its 2.5 s attempt deadline,
+            // longer than any caller waits.
+            upstream.upstream.enqueue(.hang)
+            async let holder = gateway.fetchProducts(["premium_monthly"])
+            try await UpstreamScenario.waitFor("the first upstream request") { upstream.upstream.requests.count == 1 }
+            let waiter = try await gateway.fetchProducts(["coins_1200"])
+            Self.expectError(waiter, code: -32005, reason: "cancelled", retryable: true, upstreamStatus: nil)
+            Self.expectError(try await holder, code: -32005, reason: "cancelled", retryable: true, upstreamStatus: nil)
+            let ended = #"gateway_upstream_requests_total{status="connection_error"}"#
+            try await UpstreamScenario.waitFor("the hanging exchange to be cut off") {
+                (try? await gateway.metricValue(ended)) == 1
+            }
+            let next = try await gateway.fetchProducts(["remove_ads"])
+            #expect(next.productIDs == ["remove_ads"])
+            // Nothing was ever sent for the call that gave up waiting.
+            #expect(upstream.upstream.requestCount(for: "coins_1200") == 0)
+            #expect(upstream.upstream.requests.count == 2)
+        }
+    }
+
     /// The same trickle within the deadline is an ordinary answer (the
     /// chunked body is read whole).
     @Test func aChunkedAnswerWithinTheDeadlineIsRead() async throws {

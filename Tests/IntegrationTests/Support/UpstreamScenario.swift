@@ -34,6 +34,15 @@ enum UpstreamScenario {
         }
     }
 
+    /// ``waitFor(_:_:)`` for a condition that must ask the gateway.
+    static func waitFor(_ what: String, _ condition: () async -> Bool) async throws {
+        let deadline = ContinuousClock.now + .seconds(20)
+        while !(await condition()) {
+            guard ContinuousClock.now < deadline else { throw TestHTTPError("timed out waiting for \(what)") }
+            try await Task.sleep(for: .milliseconds(10))
+        }
+    }
+
     /// Runs `body` against a fresh TLS upstream and a gateway pointed at it,
     /// and stops both afterwards, also when `body` throws.
     static func run(
