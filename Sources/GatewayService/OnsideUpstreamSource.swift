@@ -100,24 +100,41 @@ extension Duration {
 /// Builds `{base}/v1/apps/{appId}/products?ids=a,b&country=DE`.
 enum UpstreamRequestPath {
     static func make(basePath: String, request: SourceRequest) -> String {
-        let ids = request.identifiers.map { percentEncode($0) }.joined(separator: ",")
-        return "\(basePath)/v1/apps/\(percentEncode(request.scope.appID))/products?ids=\(ids)&country=\(request.scope.country.text)"
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(basePath.utf8.count + 48 + request.identifiers.reduce(0) { $0 + $1.utf8.count + 1 })
+        bytes.append(contentsOf: basePath.utf8)
+        bytes.append(contentsOf: "/v1/apps/".utf8)
+        appendPercentEncoded(request.scope.appID, to: &bytes)
+        bytes.append(contentsOf: "/products?ids=".utf8)
+        for (index, identifier) in request.identifiers.enumerated() {
+            if index > 0 { bytes.append(UInt8(ascii: ",")) }
+            appendPercentEncoded(identifier, to: &bytes)
+        }
+        bytes.append(contentsOf: "&country=".utf8)
+        bytes.append(contentsOf: request.scope.country.text.utf8)
+        return String(decoding: bytes, as: UTF8.self)
     }
 
     /// Percent-encodes everything but RFC 3986 unreserved characters.
     static func percentEncode(_ text: String) -> String {
-        var result = ""
+        var bytes: [UInt8] = []
+        appendPercentEncoded(text, to: &bytes)
+        return String(decoding: bytes, as: UTF8.self)
+    }
+
+    private static func appendPercentEncoded(_ text: String, to bytes: inout [UInt8]) {
+        let hex: StaticString = "0123456789ABCDEF"
         for byte in text.utf8 {
             switch byte {
             case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"),
                  UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "-"), UInt8(ascii: "."),
                  UInt8(ascii: "_"), UInt8(ascii: "~"):
-                result.unicodeScalars.append(Unicode.Scalar(byte))
+                bytes.append(byte)
             default:
-                let hex = Array("0123456789ABCDEF".utf8)
-                result += "%" + String(decoding: [hex[Int(byte >> 4)], hex[Int(byte & 0xF)]], as: UTF8.self)
+                bytes.append(UInt8(ascii: "%"))
+                bytes.append(hex.utf8Start[Int(byte >> 4)])
+                bytes.append(hex.utf8Start[Int(byte & 0xF)])
             }
         }
-        return result
     }
 }
