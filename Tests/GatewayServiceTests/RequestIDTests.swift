@@ -1,3 +1,4 @@
+import Foundation
 @testable import GatewayService
 import Testing
 
@@ -19,5 +20,17 @@ struct RequestIDTests {
         #expect(RequestID.accept("has space") == nil)
         #expect(RequestID.accept("") == nil)
         #expect(RequestID.accept(nil) == nil)
+    }
+}
+
+@Suite("Log timestamps")
+struct LogTimestampTests {
+    /// ISO 8601 in UTC with milliseconds, as every log line's `ts`.
+    @Test func theTimestampIsISO8601UTCWithMilliseconds() throws {
+        let text = GatewayLogHandler.timestamp()
+        let pattern = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/
+        #expect(text.wholeMatch(of: pattern) != nil, "\(text)")
+        let parsed = try #require(try? Date(text, strategy: .iso8601.year().month().day().time(includingFractionalSeconds: true)))
+        #expect(abs(parsed.timeIntervalSinceNow) < 60)
     }
 }
