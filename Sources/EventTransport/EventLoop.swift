@@ -77,11 +77,7 @@ public final class EventLoop: @unchecked Sendable {
         self.name = name
         let config = try Libevent.check(event_config_new(), "event_config_new")
         defer { event_config_free(config) }
-        // The changelist folds the add/remove of read and write interest that
-        // evhttp does for every request into one epoll_ctl per fd per loop
-        // turn (the profile showed epoll_ctl at ~4% of a cache hit). Its one
-        // caveat, dup()ed descriptors, does not arise here.
-        event_config_set_flag(config, Int32(EVENT_BASE_FLAG_NOLOCK.rawValue | EVENT_BASE_FLAG_EPOLL_USE_CHANGELIST.rawValue))
+        event_config_set_flag(config, Int32(EVENT_BASE_FLAG_NOLOCK.rawValue))
         self.base = try Libevent.check(event_base_new_with_config(config), "event_base_new_with_config")
         let fd = gw_eventfd_create()
         guard fd >= 0 else {
