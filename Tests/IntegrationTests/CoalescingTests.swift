@@ -197,7 +197,7 @@ struct CoalescingTests {
             let hangingAnswer = try await hanging
             #expect(hangingAnswer.reason == "connectionError")
             let again = try await gateway.fetchProducts(["premium_monthly"], country: "DE")
-            #expect(again.productIDs == ["premium_monthly"])
+            #expect(again.productIDs == ["premium_monthly"], "\(again.body)")
 
             #expect(upstream.upstream.requestCount(for: "premium_monthly") == 4)
             #expect(upstream.upstream.requests.map { $0.country ?? "" } == ["DE", "FR", "DE", "DE"])
