@@ -26,6 +26,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
         .package(url: "https://github.com/apple/swift-metrics", from: "2.13.0"),
         .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
+        .package(url: "https://github.com/jpsim/Yams", from: "6.2.2"),
     ],
     targets: [
         // MARK: C libraries and the shim that makes their macros callable.
@@ -55,11 +56,18 @@ let package = Package(
         .target(name: "JSONRPC", swiftSettings: strictSwift),
         .target(name: "ProductsDomain", dependencies: ["JSONRPC"], swiftSettings: strictSwift),
 
+        // MARK: The service description: OpenAPI (YAML) in, OpenRPC out.
+        .target(
+            name: "ServiceDescription",
+            dependencies: ["JSONRPC", .product(name: "Yams", package: "Yams")],
+            swiftSettings: strictSwift
+        ),
+
         // MARK: Composition: configuration, routes, upstream, metrics, logs.
         .target(
             name: "GatewayService",
             dependencies: [
-                "EventTransport", "JSONRPC", "ProductsDomain",
+                "EventTransport", "JSONRPC", "ProductsDomain", "ServiceDescription",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
@@ -96,10 +104,11 @@ let package = Package(
         .testTarget(name: "EventTransportTests", dependencies: ["EventTransport"], swiftSettings: testSwift),
         .testTarget(name: "JSONRPCTests", dependencies: ["JSONRPC"], swiftSettings: testSwift),
         .testTarget(name: "ProductsDomainTests", dependencies: ["ProductsDomain", "JSONRPC"], swiftSettings: testSwift),
+        .testTarget(name: "ServiceDescriptionTests", dependencies: ["ServiceDescription", "JSONRPC"], swiftSettings: testSwift),
         .testTarget(name: "GatewayServiceTests", dependencies: ["GatewayService", "ProductsDomain", "JSONRPC"], swiftSettings: testSwift),
         .testTarget(
             name: "IntegrationTests",
-            dependencies: ["GatewayService", "MockUpstream", "EventTransport", "JSONRPC", "ProductsDomain", "ProductsGatewayCLI", "MockUpstreamCLI"],
+            dependencies: ["GatewayService", "MockUpstream", "EventTransport", "JSONRPC", "ProductsDomain", "ProductsGatewayCLI", "MockUpstreamCLI", "ServiceDescription"],
             swiftSettings: testSwift
         ),
     ]

@@ -83,7 +83,7 @@ public final class GatewayApplication: Sendable {
         self.service = service
         let rpc = JSONRPCServer<RPCCallContext>(
             maxBatchSize: configuration.maxBatch,
-            methods: ["products.fetch": Self.productsFetchMethod(service: service)],
+            methods: ["products.fetch": Self.productsFetchMethod(service: service), "rpc.discover": OpenRPCDocument.discoverMethod()],
             observer: Self.callObserver(metrics: metrics)
         )
         let readiness = ReadinessState()
