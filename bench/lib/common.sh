@@ -359,7 +359,7 @@ metric_sum() {
         index($1, name) == 1 && (substr($1, length(name) + 1, 1) == "{" || length($1) == length(name)) {
             if (filter == "" || $1 ~ filter) sum += $NF
         }
-        END { printf "%d\n", sum }'
+        END { printf "%.0f\n", sum }'
 }
 
 # proc_kb PID FIELD — VmHWM / VmRSS in kB.
