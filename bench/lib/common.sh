@@ -350,16 +350,48 @@ assert len(r["products"]) == 5 and r["invalidProductIdentifiers"] == [], r
 ' "$1" 2>/dev/null
 }
 
-# metric_sum URL NAME [REGEX] — sum of a series over labels (matching REGEX);
-# -1 when /metrics does not answer.
-metric_sum() {
-    local text
-    text=$(curl -sf --max-time 10 "$1/metrics") || { echo -1; return 1; }
-    printf '%s\n' "$text" | awk -v name="$2" -v filter="${3:-}" '
+# sum_series NAME [REGEX] — on a /metrics text (stdin): the sum of a series
+# over its labels (those matching REGEX).
+sum_series() {
+    awk -v name="$1" -v filter="${2:-}" '
         index($1, name) == 1 && (substr($1, length(name) + 1, 1) == "{" || length($1) == length(name)) {
             if (filter == "" || $1 ~ filter) sum += $NF
         }
         END { printf "%.0f\n", sum }'
+}
+
+# metric_sum URL NAME [REGEX] — the same, scraped now; -1 when /metrics does
+# not answer.
+metric_sum() {
+    local text
+    text=$(curl -sf --max-time 10 "$1/metrics") || { echo -1; return 1; }
+    printf '%s\n' "$text" | sum_series "$2" "${3:-}"
+}
+
+# rpc_outcomes — on a /metrics text (stdin): JSON object of the call outcomes
+# that happened (outcome -> count, summed over methods), e.g. {"ok":120}.
+rpc_outcomes() {
+    awk '
+        index($1, "gateway_rpc_requests_total{") == 1 && $NF > 0 {
+            if (match($1, /outcome="[^"]*"/)) n[substr($1, RSTART + 9, RLENGTH - 10)] += $NF
+        }
+        END {
+            out = ""
+            for (k in n) out = out (out == "" ? "" : ",") sprintf("\"%s\":%.0f", k, n[k])
+            printf "{%s}\n", out
+        }'
+}
+
+# wait_quiet URL — until the gateway's call count stops moving (calls wrk
+# left in flight when it stopped are still being answered), at most 5 s.
+wait_quiet() {
+    local previous=-2 now _
+    for _ in $(seq 25); do
+        now=$(metric_sum "$1" gateway_rpc_requests_total)
+        [ "$now" = "$previous" ] && return 0
+        previous=$now
+        sleep 0.2
+    done
 }
 
 # proc_kb PID FIELD — VmHWM / VmRSS in kB.

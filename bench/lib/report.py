@@ -86,10 +86,14 @@ def main():
             return None
 
     gateways = {r["instance"]: r for r in records if r["kind"] == "gateway"}
-    allocs = {r["instance"]: r for r in records if r["kind"] == "alloc"}
-    for a in allocs.values():
-        a["allocs_per_call"] = round(a["allocs"] / a["calls"], 1) if a["calls"] > 0 else None
-        a["bytes_per_call"] = round(a["bytes"] / a["calls"]) if a["calls"] > 0 else None
+    # instance -> connections (as text) -> counts and per-call figures
+    allocs = {}
+    for r in records:
+        if r["kind"] != "alloc":
+            continue
+        r["allocs_per_call"] = round(r["allocs"] / r["calls"], 1) if r["calls"] > 0 else None
+        r["bytes_per_call"] = round(r["bytes"] / r["calls"]) if r["calls"] > 0 else None
+        allocs.setdefault(r["instance"], {})[str(r["conns"])] = r
     herd = next((r for r in records if r["kind"] == "herd"), None)
 
     ratios = []
@@ -135,8 +139,10 @@ def main():
             errors = cm["errors"] + c1["errors"]
         instance = {"gateway_hot": "hot", "gateway_cold": "cold", "gateway_hot_1000": "hot_1000"}.get(name)
         if instance in gateways:
-            bad = gateways[instance]["rpc_total"] - gateways[instance]["rpc_ok"]
-            errors = f"{errors}" + (f" +{bad} rpc" if bad else "")
+            g = gateways[instance]
+            bad = g["rpc_total"] - g["rpc_ok"]
+            kinds = ",".join(k for k in sorted(g.get("rpc_outcomes") or {}) if k != "ok")
+            errors = f"{errors}" + (f" +{bad} rpc {kinds}" if bad else "")
         out(f"{label:<34}|{left} |{right} | {errors}")
     out("")
 
@@ -147,25 +153,35 @@ def main():
         out(f"{r['name']:<50}{value:>8}  {r['target']:<8} {result}")
     out("")
 
+    def per_call(alloc_key, conns, field):
+        a = (allocs.get(alloc_key) or {}).get(str(conns)) if alloc_key else None
+        if not a or a[field] is None:
+            return "-"
+        return f"{a[field]:.1f}" if field == "allocs_per_call" else f"{a[field]}"
+
     if gateways or allocs:
-        out(f"{'gateway instance':<26}{'peak RSS':>10}{'RSS end':>10}{'mallocs/call':>14}{'bytes/call':>12}"
-            f"{'calls ok/total':>20}{'upstream calls':>16}")
+        out(f"{'gateway instance':<24}{'peak RSS':>10}{'RSS end':>10}{'mallocs/call':>17}{'bytes/call':>18}"
+            f"{'calls ok/total':>18}{'upstream calls':>16}")
+        out(f"{'':<24}{'':>10}{'':>10}{f'{many} / 1 conn':>17}{f'{many} / 1 conn':>18}")
         rows = [("hot", f"hot ({many} + 1 conns)", "hot"), ("cold", f"cold ({many} + 1 conns)", "cold"),
                 ("hot_1000", f"hot ({knobs['high_connections']} conns)", None)]
         for key, label, alloc_key in rows:
             g = gateways.get(key)
-            a = allocs.get(alloc_key) if alloc_key else None
-            if not g and not a:
+            if not g and not (alloc_key and alloc_key in allocs):
                 continue
-            per_call = "-" if not a or a["allocs_per_call"] is None else f"{a['allocs_per_call']:.1f}"
-            per_bytes = "-" if not a or a["bytes_per_call"] is None else f"{a['bytes_per_call']}"
+            mallocs = f"{per_call(alloc_key, many, 'allocs_per_call')} / {per_call(alloc_key, 1, 'allocs_per_call')}"
+            nbytes = f"{per_call(alloc_key, many, 'bytes_per_call')} / {per_call(alloc_key, 1, 'bytes_per_call')}"
+            if mallocs == "- / -":
+                mallocs = nbytes = "-"
             calls = f"{g['rpc_ok']}/{g['rpc_total']}" if g else "-"
             upstream = f"{g['upstream_requests']}" if g else "-"
-            out(f"{label:<26}{megabytes(g and g['vmhwm_kb']):>10}{megabytes(g and g['vmrss_kb']):>10}"
-                f"{per_call:>14}{per_bytes:>12}{calls:>20}{upstream:>16}")
+            out(f"{label:<24}{megabytes(g and g['vmhwm_kb']):>10}{megabytes(g and g['vmrss_kb']):>10}"
+                f"{mallocs:>17}{nbytes:>18}{calls:>18}{upstream:>16}")
         if allocs:
-            out(f"(mallocs/call: malloc+calloc+realloc+memalign-family calls over {next(iter(allocs.values()))['calls']} "
-                f"calls at {many} connections, LD_PRELOAD counter, separate gateway instance)")
+            counted = {c: a["calls"] for per in allocs.values() for c, a in per.items()}
+            out(f"(mallocs/call: malloc, calloc, realloc, memalign-family calls counted by an LD_PRELOAD counter in a "
+                f"separate gateway process, over {counted.get(str(many), '?')} calls at {many} connections and "
+                f"{counted.get('1', '?')} at 1)")
         out("")
 
     if herd:
