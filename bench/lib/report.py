@@ -1,0 +1,211 @@
+#!/usr/bin/env python3
+"""Turns the raw measurements of bench/run into the table and the JSON file.
+
+Usage: report.py RAW_JSONL META_JSON OUT_JSON
+Prints the table and writes OUT_JSON, plus the table beside it (.txt).
+"""
+import json
+import os
+import statistics
+import sys
+
+LABELS = {
+    "nginx_return": "nginx return 200 (the limit)",
+    "nginx_proxy_cache": "nginx proxy_cache + lock (hits)",
+    "nginx_proxy_pass": "nginx proxy_pass, no cache",
+    "upstream_direct": "wrk -> TLS upstream (direct)",
+    "gateway_hot": "gateway hot (cache hit)",
+    "gateway_cold": "gateway cold (new ids)",
+    "gateway_hot_1000": "gateway hot",
+}
+ORDER = list(LABELS)
+
+# (name, numerator, denominator, metric, connections, comparison, target)
+RATIOS = [
+    ("hot req/s / nginx proxy_cache req/s", "gateway_hot", "nginx_proxy_cache", "rps", "many", ">=", 0.8),
+    ("hot p50 @1 conn / nginx return p50 @1 conn", "gateway_hot", "nginx_return", "p50_us", "one", "<=", 1.5),
+    ("cold req/s / nginx proxy_pass req/s", "gateway_cold", "nginx_proxy_pass", "rps", "many", ">=", 0.5),
+    ("cold p50 @1 conn / nginx proxy_pass p50 @1 conn", "gateway_cold", "nginx_proxy_pass", "p50_us", "one", "<=", 2.0),
+]
+
+
+def rate(value):
+    if value is None:
+        return "-"
+    return f"{value / 1000:.1f}k" if value >= 1000 else f"{value:.0f}"
+
+
+def latency(us):
+    if us is None:
+        return "-"
+    return f"{us}µs" if us < 1000 else f"{us / 1000:.2f}ms"
+
+
+def megabytes(kb):
+    return "-" if not kb else f"{kb / 1024:.1f} MB"
+
+
+def median(values):
+    values = [v for v in values if v is not None]
+    return statistics.median(values) if values else None
+
+
+def main():
+    raw_path, meta_text, out_path = sys.argv[1], sys.argv[2], sys.argv[3]
+    meta = json.loads(meta_text)
+    records = [json.loads(line) for line in open(raw_path) if line.strip()]
+    knobs = meta["knobs"]
+    many = knobs["connections"]
+
+    # Scenarios: every run, and the median of each figure over the runs.
+    scenarios = {}
+    for r in records:
+        if r["kind"] != "wrk":
+            continue
+        s = scenarios.setdefault(r["scenario"], {"label": LABELS.get(r["scenario"], r["scenario"]), "by_connections": {}})
+        c = s["by_connections"].setdefault(str(r["conns"]), {"runs": []})
+        c["runs"].append(r["result"])
+    for s in scenarios.values():
+        for c in s["by_connections"].values():
+            good = [x for x in c["runs"] if x]
+            c["median"] = {
+                "rps": median([x["rps"] for x in good]),
+                "p50_us": median([x["p50_us"] for x in good]),
+                "p99_us": median([x["p99_us"] for x in good]),
+            }
+            if c["median"]["p50_us"] is not None:
+                c["median"]["p50_us"] = int(c["median"]["p50_us"])
+                c["median"]["p99_us"] = int(c["median"]["p99_us"])
+            c["errors"] = sum(sum(x["errors"].values()) for x in good) + (len(c["runs"]) - len(good))
+            c["requests"] = sum(x["requests"] for x in good)
+
+    def figure(name, conns, metric):
+        try:
+            return scenarios[name]["by_connections"][str(conns)]["median"][metric]
+        except KeyError:
+            return None
+
+    gateways = {r["instance"]: r for r in records if r["kind"] == "gateway"}
+    # instance -> connections (as text) -> counts and per-call figures
+    allocs = {}
+    for r in records:
+        if r["kind"] != "alloc":
+            continue
+        r["allocs_per_call"] = round(r["allocs"] / r["calls"], 1) if r["calls"] > 0 else None
+        r["bytes_per_call"] = round(r["bytes"] / r["calls"]) if r["calls"] > 0 else None
+        allocs.setdefault(r["instance"], {})[str(r["conns"])] = r
+    herd = next((r for r in records if r["kind"] == "herd"), None)
+
+    ratios = []
+    for name, num, den, metric, which, op, target in RATIOS:
+        conns = many if which == "many" else 1
+        a, b = figure(num, conns, metric), figure(den, conns, metric)
+        value = a / b if a is not None and b else None
+        passed = None if value is None else (value >= target if op == ">=" else value <= target)
+        ratios.append({"name": name, "value": None if value is None else round(value, 3),
+                       "target": f"{op} {target}", "pass": passed})
+
+    lines = []
+    out = lines.append
+    mode = meta["mode"]
+    out(f"Onside products gateway bench ({mode}: median of {knobs['runs']} run(s) x {knobs['duration_s']} s per figure)")
+    sizes = meta["sizes"]
+    out(f"server under test on CPU {knobs['server_cpus']} ({knobs['gateway_workers']} gateway worker, "
+        f"{knobs['nginx_workers']} nginx worker); wrk -t{knobs['wrk_threads']} on CPU {knobs['client_cpus']}; "
+        f"TLS upstream on CPU {knobs['upstream_cpus']}")
+    out(f"call {sizes['request_bytes']} B, gateway answer {sizes['gateway_answer_bytes']} B; commit {meta['commit']}"
+        f"{' (dirty)' if meta['dirty'] else ''}; load {meta['loadavg_start']} -> {' '.join(meta['loadavg_end'])}")
+    out("")
+    head = f"{'scenario':<34}| {many:>4} conns: req/s      p50      p99 |  1 conn: req/s      p50      p99 | errors"
+    out(head)
+    out("-" * len(head))
+    for name in ORDER:
+        if name not in scenarios:
+            continue
+        s = scenarios[name]
+        if name == "gateway_hot_1000":
+            conns = next(iter(s["by_connections"]))
+            label = f"{s['label']}, {conns} conns"
+            c = s["by_connections"][conns]
+            left = f"{rate(c['median']['rps']):>17} {latency(c['median']['p50_us']):>8} {latency(c['median']['p99_us']):>8}"
+            right = f"{'':>13} {'':>8} {'':>8}"
+            errors = c["errors"]
+        else:
+            label = s["label"]
+            cm = s["by_connections"].get(str(many), {"median": {"rps": None, "p50_us": None, "p99_us": None}, "errors": 0})
+            c1 = s["by_connections"].get("1", {"median": {"rps": None, "p50_us": None, "p99_us": None}, "errors": 0})
+            left = f"{rate(cm['median']['rps']):>17} {latency(cm['median']['p50_us']):>8} {latency(cm['median']['p99_us']):>8}"
+            right = f"{rate(c1['median']['rps']):>13} {latency(c1['median']['p50_us']):>8} {latency(c1['median']['p99_us']):>8}"
+            errors = cm["errors"] + c1["errors"]
+        instance = {"gateway_hot": "hot", "gateway_cold": "cold", "gateway_hot_1000": "hot_1000"}.get(name)
+        if instance in gateways:
+            g = gateways[instance]
+            bad = g["rpc_total"] - g["rpc_ok"]
+            kinds = ",".join(k for k in sorted(g.get("rpc_outcomes") or {}) if k != "ok")
+            errors = f"{errors}" + (f" +{bad} rpc {kinds}" if bad else "")
+        out(f"{label:<34}|{left} |{right} | {errors}")
+    out("")
+
+    out(f"{'ratio':<50}{'value':>8}  {'target':<8} result")
+    for r in ratios:
+        value = "-" if r["value"] is None else f"{r['value']:.2f}"
+        result = "n/a" if r["pass"] is None else ("PASS" if r["pass"] else "FAIL")
+        out(f"{r['name']:<50}{value:>8}  {r['target']:<8} {result}")
+    out("")
+
+    def per_call(alloc_key, conns, field):
+        a = (allocs.get(alloc_key) or {}).get(str(conns)) if alloc_key else None
+        if not a or a[field] is None:
+            return "-"
+        return f"{a[field]:.1f}" if field == "allocs_per_call" else f"{a[field]}"
+
+    if gateways or allocs:
+        out(f"{'gateway instance':<24}{'peak RSS':>10}{'RSS end':>10}{'mallocs/call':>17}{'bytes/call':>18}"
+            f"{'calls ok/total':>18}{'upstream calls':>16}")
+        out(f"{'':<24}{'':>10}{'':>10}{f'{many} / 1 conn':>17}{f'{many} / 1 conn':>18}")
+        rows = [("hot", f"hot ({many} + 1 conns)", "hot"), ("cold", f"cold ({many} + 1 conns)", "cold"),
+                ("hot_1000", f"hot ({knobs['high_connections']} conns)", None)]
+        for key, label, alloc_key in rows:
+            g = gateways.get(key)
+            if not g and not (alloc_key and alloc_key in allocs):
+                continue
+            mallocs = f"{per_call(alloc_key, many, 'allocs_per_call')} / {per_call(alloc_key, 1, 'allocs_per_call')}"
+            nbytes = f"{per_call(alloc_key, many, 'bytes_per_call')} / {per_call(alloc_key, 1, 'bytes_per_call')}"
+            if mallocs == "- / -":
+                mallocs = nbytes = "-"
+            calls = f"{g['rpc_ok']}/{g['rpc_total']}" if g else "-"
+            upstream = f"{g['upstream_requests']}" if g else "-"
+            out(f"{label:<24}{megabytes(g and g['vmhwm_kb']):>10}{megabytes(g and g['vmrss_kb']):>10}"
+                f"{mallocs:>17}{nbytes:>18}{calls:>18}{upstream:>16}")
+        if allocs:
+            counted = {c: a["calls"] for per in allocs.values() for c, a in per.items()}
+            out(f"(mallocs/call: malloc, calloc, realloc, memalign-family calls counted by an LD_PRELOAD counter in a "
+                f"separate gateway process, over {counted.get(str(many), '?')} calls at {many} connections and "
+                f"{counted.get('1', '?')} at 1)")
+        out("")
+
+    if herd:
+        client = herd["client"] or {}
+        served = herd["upstream_calls_served"]
+        via_metrics = herd["upstream_calls_metrics"]
+        herd["pass"] = bool(client) and client.get("failed") == 0 and via_metrics == 1 and served in (1, None)
+        out(f"herd: {client.get('calls', '?')} identical concurrent calls, upstream answering {herd['delay_ms']} ms late: "
+            f"{client.get('ok', '?')} ok, {client.get('failed', '?')} failed, last answer after {client.get('last_answer_ms', '?')} ms")
+        out(f"      upstream calls: {via_metrics} (gateway /metrics), {served if served is not None else '?'} "
+            f"(upstream's own count); coalesced identifiers {herd['coalesced_identifiers']}; "
+            f"peak RSS {megabytes(herd['vmhwm_kb'])} -> {'PASS' if herd['pass'] else 'FAIL'} (target: 1 upstream call)")
+    table = "\n".join(lines)
+    print(table)
+
+    result = {"meta": meta, "scenarios": scenarios, "ratios": ratios, "gateway_instances": gateways,
+              "allocations": allocs, "herd": herd}
+    with open(out_path, "w") as f:
+        json.dump(result, f, indent=2)
+        f.write("\n")
+    with open(os.path.splitext(out_path)[0] + ".txt", "w") as f:
+        f.write(table + "\n")
+    print(f"\nwrote {out_path}", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()
