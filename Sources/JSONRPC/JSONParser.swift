@@ -56,18 +56,27 @@ public struct JSONParser {
         self.limits = limits
     }
 
-    /// An array or object still being read.
+    /// An array or object still being read. Its values (and, for an
+    /// object, its member names) sit at the end of the parser's shared
+    /// stacks from `valueStart` (`keyStart`) on, so an open container costs
+    /// no allocation of its own and a closed one exactly one, of its final
+    /// size.
     private struct Frame {
         let isObject: Bool
-        var values: [JSONValue] = []
-        /// Member names, parallel to `values`, for objects.
-        var keys: [String] = []
+        let valueStart: Int
+        let keyStart: Int
     }
 
     // MARK: - Structure
 
     private mutating func parseDocument() throws(JSONParseError) -> JSONValue {
-        var stack: [Frame] = []
+        var frames: [Frame] = []
+        var values: [JSONValue] = []
+        var keys: [String] = []
+        // Room for a JSON-RPC request or a small batch without growing.
+        frames.reserveCapacity(8)
+        values.reserveCapacity(16)
+        keys.reserveCapacity(8)
         while true {
             // Read one value; containers are opened here and closed below.
             skipWhitespace()
@@ -78,7 +87,7 @@ public struct JSONParser {
             switch input[position] {
             case .openBrace, .openBracket:
                 let isObject = input[position] == .openBrace
-                guard stack.count < limits.maxDepth else {
+                guard frames.count < limits.maxDepth else {
                     throw JSONParseError(
                         offset: position,
                         message: "nesting deeper than \(limits.maxDepth) levels at byte \(position)"
@@ -90,11 +99,10 @@ public struct JSONParser {
                     position += 1
                     value = isObject ? .object(JSONObject()) : .array([])
                 } else {
-                    var frame = Frame(isObject: isObject)
+                    frames.append(Frame(isObject: isObject, valueStart: values.count, keyStart: keys.count))
                     if isObject {
-                        frame.keys.append(try parseMemberName())
+                        keys.append(try parseMemberName())
                     }
-                    stack.append(frame)
                     continue
                 }
             case .quote:
@@ -119,7 +127,7 @@ public struct JSONParser {
             // The value is complete: hand it to its container, closing every
             // container that ends right after it.
             while true {
-                guard !stack.isEmpty else {
+                guard let frame = frames.last else {
                     skipWhitespace()
                     guard position == input.count else {
                         throw JSONParseError(
@@ -129,10 +137,9 @@ public struct JSONParser {
                     }
                     return value
                 }
-                let top = stack.count - 1
-                stack[top].values.append(value)
+                values.append(value)
                 skipWhitespace()
-                let isObject = stack[top].isObject
+                let isObject = frame.isObject
                 guard position < input.count else {
                     throw Self.unexpected(in: input, at: position, expected: isObject ? "',' or '}'" : "',' or ']'")
                 }
@@ -140,7 +147,7 @@ public struct JSONParser {
                     position += 1
                     if isObject {
                         skipWhitespace()
-                        stack[top].keys.append(try parseMemberName())
+                        keys.append(try parseMemberName())
                     }
                     break
                 }
@@ -148,12 +155,20 @@ public struct JSONParser {
                     throw Self.unexpected(in: input, at: position, expected: isObject ? "',' or '}'" : "',' or ']'")
                 }
                 position += 1
-                let frame = stack.removeLast()
-                if frame.isObject {
-                    value = .object(JSONObject(Array(zip(frame.keys, frame.values))))
+                frames.removeLast()
+                let count = values.count - frame.valueStart
+                if isObject {
+                    var members: [JSONObject.Element] = []
+                    members.reserveCapacity(count)
+                    for offset in 0 ..< count {
+                        members.append((key: keys[frame.keyStart + offset], value: values[frame.valueStart + offset]))
+                    }
+                    keys.removeLast(count)
+                    value = .object(JSONObject(takingMembers: members))
                 } else {
-                    value = .array(frame.values)
+                    value = .array(Array(values[frame.valueStart...]))
                 }
+                values.removeLast(count)
             }
         }
     }
