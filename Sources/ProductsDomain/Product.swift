@@ -49,4 +49,36 @@ public struct Product: Sendable, Equatable {
             ("discountedPrice", discountedPrice?.jsonValue ?? .null),
         ]))
     }
+
+    /// The result item encoded once: the same bytes as
+    /// `jsonValue.serialized()`, written without building the tree. The
+    /// gateway keeps these bytes (in the cache, in a fetched page) and
+    /// splices them into every answer that needs the product.
+    public var encoded: EncodedJSON {
+        // The fixed text of the nine member names and punctuation is about
+        // 230 bytes; the rest is the product's own strings.
+        var writer = JSONWriter(reservingCapacity: 256 + productIdentifier.utf8.count + localizedTitle.utf8.count
+            + localizedDescription.utf8.count + (iconURL?.utf8.count ?? 0) + (subscriptionGroupIdentifier?.utf8.count ?? 0))
+        writer.beginObject()
+        writer.key("productIdentifier")
+        writer.string(productIdentifier)
+        writer.key("localizedTitle")
+        writer.string(localizedTitle)
+        writer.key("localizedDescription")
+        writer.string(localizedDescription)
+        writer.key("iconUrl")
+        if let iconURL { writer.string(iconURL) } else { writer.null() }
+        writer.key("price")
+        price.write(to: &writer)
+        writer.key("subscriptionPeriod")
+        if let subscriptionPeriod { subscriptionPeriod.write(to: &writer) } else { writer.null() }
+        writer.key("subscriptionGroupIdentifier")
+        if let subscriptionGroupIdentifier { writer.string(subscriptionGroupIdentifier) } else { writer.null() }
+        writer.key("introductoryPrice")
+        if let introductoryPrice { introductoryPrice.write(to: &writer) } else { writer.null() }
+        writer.key("discountedPrice")
+        if let discountedPrice { discountedPrice.write(to: &writer) } else { writer.null() }
+        writer.endObject()
+        return writer.finish()
+    }
 }
