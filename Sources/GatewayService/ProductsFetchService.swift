@@ -74,14 +74,14 @@ public final class ProductsFetchService: Sendable {
 
         // One slot per requested identifier, in request order: a product's
         // bytes, `.unknown`, or nil while nothing answered it yet.
-        var answers = [ResponseCache.Answer?](repeating: nil, count: identifiers.count)
+        var answers = [ProductAnswer?](repeating: nil, count: identifiers.count)
         let hits = cache.lookup(scope: scope, identifiers: identifiers, now: started, into: &answers)
         metrics.recordCacheHits(hits)
 
         if hits < identifiers.count {
             var missing: [String] = []
             missing.reserveCapacity(identifiers.count - hits)
-            for (identifier, answer) in zip(identifiers, answers) where answer == nil { missing.append(identifier) }
+            for index in identifiers.indices where answers[index] == nil { missing.append(identifiers[index]) }
             let claim = coalescer.claim(scope: scope, identifiers: missing, chunkSize: settings.upstreamMaxIDs)
             metrics.recordCoalesced(claim.joinedIdentifierCount)
             for fetch in claim.started { start(fetch, requestID: requestID, deadline: deadline) }
@@ -106,7 +106,7 @@ public final class ProductsFetchService: Sendable {
             if let failure = ProductsFetchFailure.mostSevere(failures) { return .failure(failure) }
         }
         // Every identifier no page and no entry has a product for is invalid.
-        return .success(ProductsResult.encoded(requested: identifiers, answers: answers.lazy.map { $0?.product }, region: region))
+        return .success(ProductsResult.encoded(requested: identifiers, answers: answers, region: region))
     }
 
     /// Starts a shared fetch in a task of its own: no caller owns it, so a

@@ -8,23 +8,9 @@ import Synchronization
 /// Only successes are stored. A product is kept as its normalised JSON
 /// bytes (``Product/encoded``), so a hit splices them into the answer
 /// instead of normalising and encoding the product again; an identifier the
-/// upstream did not know is kept as ``Answer/unknown`` and answered as
+/// upstream did not know is kept as ``ProductAnswer/unknown`` and answered as
 /// invalid.
 final class ResponseCache: Sendable {
-    /// What the cache knows of one identifier.
-    enum Answer: Sendable, Equatable {
-        /// The product's result item, encoded.
-        case product(EncodedJSON)
-        /// The upstream reported the identifier as unknown.
-        case unknown
-
-        /// The product's bytes; `nil` for an unknown identifier.
-        var product: EncodedJSON? {
-            if case .product(let json) = self { return json }
-            return nil
-        }
-    }
-
     /// The scope's hash is computed once per call, not once per identifier:
     /// a lookup then hashes only the identifier, and equality still compares
     /// the whole scope.
@@ -44,7 +30,7 @@ final class ResponseCache: Sendable {
     }
 
     private struct Entry {
-        let answer: Answer
+        let answer: ProductAnswer
         let expires: ContinuousClock.Instant
         /// What the entry holds in bytes: the encoded product and the key's
         /// strings, the unit of the later `GATEWAY_CACHE_MAX_BYTES` bound.
@@ -80,7 +66,7 @@ final class ResponseCache: Sendable {
     /// many were found. Expired entries are dropped on the way.
     ///
     /// - Precondition: `answers` has one slot per identifier.
-    func lookup(scope: FetchScope, identifiers: [String], now: ContinuousClock.Instant, into answers: inout [Answer?]) -> Int {
+    func lookup(scope: FetchScope, identifiers: [String], now: ContinuousClock.Instant, into answers: inout [ProductAnswer?]) -> Int {
         precondition(answers.count == identifiers.count, "one slot per identifier")
         guard maxTTLSeconds > 0 else { return 0 }
         let scopeHash = scope.hashValue
@@ -102,7 +88,7 @@ final class ResponseCache: Sendable {
     }
 
     /// Stores the answer to `identifiers` when it may be kept: the page's
-    /// encoded product for each identifier it holds, ``Answer/unknown`` for
+    /// encoded product for each identifier it holds, ``ProductAnswer/unknown`` for
     /// the others.
     func store(_ page: SourcePage, scope: FetchScope, identifiers: [String], now: ContinuousClock.Instant) {
         guard let maxAge = page.maxAgeSeconds, maxAge > 0, maxTTLSeconds > 0 else { return }
@@ -116,7 +102,7 @@ final class ResponseCache: Sendable {
                 if state.entries.count + identifiers.count > capacity { state = State() }
             }
             for identifier in identifiers {
-                let answer = page.encodedProducts[identifier].map(Answer.product) ?? .unknown
+                let answer = page.encodedProducts[identifier].map(ProductAnswer.product) ?? .unknown
                 let byteCount = (answer.product?.bytes.count ?? 0) + scopeBytes + identifier.utf8.count
                 let key = Key(scope: scope, scopeHash: scopeHash, identifier: identifier)
                 state.insert(Entry(answer: answer, expires: expires, byteCount: byteCount), for: key)

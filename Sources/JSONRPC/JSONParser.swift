@@ -56,15 +56,13 @@ public struct JSONParser {
         self.limits = limits
     }
 
-    /// An array or object still being read. Its values (and, for an
-    /// object, its member names) sit at the end of the parser's shared
-    /// stacks from `valueStart` (`keyStart`) on, so an open container costs
-    /// no allocation of its own and a closed one exactly one, of its final
-    /// size.
+    /// An array or object still being read. Its elements sit at the end of
+    /// the parser's value stack from `valueStart` on (an object's as name,
+    /// value, name, value, ...), so an open container costs no allocation of
+    /// its own and a closed one exactly one, of its final size.
     private struct Frame {
         let isObject: Bool
         let valueStart: Int
-        let keyStart: Int
     }
 
     // MARK: - Structure
@@ -72,11 +70,9 @@ public struct JSONParser {
     private mutating func parseDocument() throws(JSONParseError) -> JSONValue {
         var frames: [Frame] = []
         var values: [JSONValue] = []
-        var keys: [String] = []
-        // Room for a JSON-RPC request or a small batch without growing.
+        // Room for a JSON-RPC request without growing.
         frames.reserveCapacity(8)
-        values.reserveCapacity(16)
-        keys.reserveCapacity(8)
+        values.reserveCapacity(24)
         while true {
             // Read one value; containers are opened here and closed below.
             skipWhitespace()
@@ -99,9 +95,9 @@ public struct JSONParser {
                     position += 1
                     value = isObject ? .object(JSONObject()) : .array([])
                 } else {
-                    frames.append(Frame(isObject: isObject, valueStart: values.count, keyStart: keys.count))
+                    frames.append(Frame(isObject: isObject, valueStart: values.count))
                     if isObject {
-                        keys.append(try parseMemberName())
+                        values.append(.string(try parseMemberName()))
                     }
                     continue
                 }
@@ -147,7 +143,7 @@ public struct JSONParser {
                     position += 1
                     if isObject {
                         skipWhitespace()
-                        keys.append(try parseMemberName())
+                        values.append(.string(try parseMemberName()))
                     }
                     break
                 }
@@ -159,11 +155,12 @@ public struct JSONParser {
                 let count = values.count - frame.valueStart
                 if isObject {
                     var members: [JSONObject.Element] = []
-                    members.reserveCapacity(count)
-                    for offset in 0 ..< count {
-                        members.append((key: keys[frame.keyStart + offset], value: values[frame.valueStart + offset]))
+                    members.reserveCapacity(count / 2)
+                    for index in stride(from: frame.valueStart, to: values.count, by: 2) {
+                        // Names were pushed as strings just above.
+                        guard case .string(let key) = values[index] else { preconditionFailure("a member name that is not a string") }
+                        members.append((key: key, value: values[index + 1]))
                     }
-                    keys.removeLast(count)
                     value = .object(JSONObject(takingMembers: members))
                 } else {
                     value = .array(Array(values[frame.valueStart...]))

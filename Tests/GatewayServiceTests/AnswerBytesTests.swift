@@ -101,13 +101,13 @@ struct AnswerBytesTests {
         // "demo" + "DE" + "de" for the scope, then the identifier.
         #expect(cache.byteCount == (productBytes + 8 + 9) + (8 + 4))
 
-        var answers: [ResponseCache.Answer?] = [nil, nil, nil]
+        var answers: [ProductAnswer?] = [nil, nil, nil]
         #expect(cache.lookup(scope: Self.scope, identifiers: ["gone", "coins_100", "other"], now: now, into: &answers) == 2)
         #expect(answers == [.unknown, .product(page.encodedProducts["coins_100"]!), nil])
 
         // Another language is another scope.
         let english = FetchScope(appID: "demo", country: Self.scope.country, language: LanguageTag("en"))
-        var missed: [ResponseCache.Answer?] = [nil]
+        var missed: [ProductAnswer?] = [nil]
         #expect(cache.lookup(scope: english, identifiers: ["coins_100"], now: now, into: &missed) == 0)
 
         // Storing the same identifiers again replaces, not adds.
@@ -115,7 +115,7 @@ struct AnswerBytesTests {
         #expect(cache.byteCount == (productBytes + 8 + 9) + (8 + 4))
 
         // Expired entries are dropped, with their bytes.
-        var later: [ResponseCache.Answer?] = [nil, nil]
+        var later: [ProductAnswer?] = [nil, nil]
         #expect(cache.lookup(scope: Self.scope, identifiers: ["coins_100", "gone"], now: now + .seconds(31), into: &later) == 0)
         #expect(cache.byteCount == 0)
     }
@@ -127,7 +127,7 @@ struct AnswerBytesTests {
         #expect(page.encodedProducts["a"] == Product(first).encoded)
         let cache = ResponseCache(maxTTLSeconds: 60)
         cache.store(page, scope: Self.scope, identifiers: ["a"], now: .now)
-        var answers: [ResponseCache.Answer?] = [nil]
+        var answers: [ProductAnswer?] = [nil]
         _ = cache.lookup(scope: Self.scope, identifiers: ["a"], now: .now, into: &answers)
         #expect(answers == [.product(Product(first).encoded)])
     }
@@ -137,7 +137,7 @@ struct AnswerBytesTests {
         for (ttl, maxAge) in [(60, nil), (60, 0), (0, 30)] as [(Int, Int?)] {
             let cache = ResponseCache(maxTTLSeconds: ttl)
             cache.store(SourcePage(page: page, maxAgeSeconds: maxAge), scope: Self.scope, identifiers: ["coins_100"], now: .now)
-            var answers: [ResponseCache.Answer?] = [nil]
+            var answers: [ProductAnswer?] = [nil]
             #expect(cache.lookup(scope: Self.scope, identifiers: ["coins_100"], now: .now, into: &answers) == 0)
             #expect(cache.byteCount == 0)
         }

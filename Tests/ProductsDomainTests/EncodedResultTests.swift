@@ -72,7 +72,7 @@ struct EncodedResultTests {
                 let page = Catalog.sample.page(ids: requested, country: country, language: language)
                 let region = ResolvedRegion(countryCode: country, source: source)
                 let tree = ProductsResult(requested: requested, found: page.productsByID, region: region).jsonValue.serialized()
-                let answers = requested.map { id in page.productsByID[id].map(\.encoded) }
+                let answers = requested.map { id in page.productsByID[id].map { ProductAnswer.product($0.encoded) } }
                 let bytes = ProductsResult.encoded(requested: requested, answers: answers, region: region).bytes
                 #expect(bytes == tree, "\(country) \(language?.text ?? "-")")
             }
@@ -81,11 +81,11 @@ struct EncodedResultTests {
 
     @Test func resultsWithNothingFoundOrEverythingFound() {
         let region = ResolvedRegion(countryCode: CountryCode("DE")!, source: .explicit)
-        let none = ProductsResult.encoded(requested: ["a", "b"], answers: [nil, nil], region: region)
+        let none = ProductsResult.encoded(requested: ["a", "b"], answers: [nil, .unknown], region: region)
         #expect(none.text == #"{"products":[],"invalidProductIdentifiers":["a","b"],"region":{"countryCode":"DE","source":"explicit"}}"#)
 
         let page = Catalog.sample.page(ids: ["coins_100", "remove_ads"], country: CountryCode("DE")!, language: nil)
-        let all = ProductsResult.encoded(requested: ["coins_100", "remove_ads"], answers: page.items.map { Product($0).encoded }, region: region)
+        let all = ProductsResult.encoded(requested: ["coins_100", "remove_ads"], answers: page.items.map { .product(Product($0).encoded) }, region: region)
         let tree = ProductsResult(requested: ["coins_100", "remove_ads"], found: page.productsByID, region: region).jsonValue
         #expect(all.bytes == tree.serialized())
     }
