@@ -55,9 +55,10 @@ public struct Product: Sendable, Equatable {
     /// gateway keeps these bytes (in the cache, in a fetched page) and
     /// splices them into every answer that needs the product.
     public var encoded: EncodedJSON {
-        // The fixed text of the nine member names and punctuation is about
-        // 230 bytes; the rest is the product's own strings.
-        var writer = JSONWriter(reservingCapacity: 256 + productIdentifier.utf8.count + localizedTitle.utf8.count
+        // Member names, punctuation, price, period and two offers take at
+        // most about 480 bytes; the rest is the product's own strings (more
+        // only when they need escapes).
+        var writer = JSONWriter(reservingCapacity: 512 + productIdentifier.utf8.count + localizedTitle.utf8.count
             + localizedDescription.utf8.count + (iconURL?.utf8.count ?? 0) + (subscriptionGroupIdentifier?.utf8.count ?? 0))
         writer.beginObject()
         writer.key("productIdentifier")

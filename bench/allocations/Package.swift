@@ -11,7 +11,7 @@ let package = Package(
     dependencies: [
         .package(name: "products-gateway", path: "../.."),
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
-        .package(url: "https://github.com/ordo-one/package-benchmark", from: "1.38.1", traits: ["MallocInterposer"]),
+        .package(url: "https://github.com/ordo-one/benchmark", from: "1.38.1", traits: ["MallocInterposer"]),
     ],
     targets: [
         // The wiring both executables share.
@@ -22,15 +22,15 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
-        // package-benchmark: `swift package benchmark` (malloc counts).
+        // ordo-one/benchmark: `swift package benchmark` (malloc counts).
         .executableTarget(
             name: "GatewayAllocations",
             dependencies: [
                 "BenchSupport",
-                .product(name: "Benchmark", package: "package-benchmark"),
+                .product(name: "Benchmark", package: "benchmark"),
             ],
             path: "Benchmarks/GatewayAllocations",
-            plugins: [.plugin(name: "BenchmarkPlugin", package: "package-benchmark")]
+            plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
         ),
         // The same calls in a plain loop, for valgrind's callgrind.
         .executableTarget(

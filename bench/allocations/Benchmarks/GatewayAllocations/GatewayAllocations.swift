@@ -9,6 +9,14 @@ let benchmarks: @Sendable () -> Void = {
         maxIterations: 20_000
     )
 
+    // What the harness itself allocates per iteration of an async
+    // benchmark: subtract it from the rows below.
+    Benchmark("harness floor (async no-op)") { benchmark in
+        for _ in benchmark.scaledIterations {
+            blackHole(await noop())
+        }
+    }
+
     // Answered from memory after the first call (setup makes that call).
     let hot = makeServer(maxAgeSeconds: 30)
     Benchmark("products.fetch cache hit, 5 ids", configuration: .init(setup: {
@@ -26,4 +34,10 @@ let benchmarks: @Sendable () -> Void = {
             blackHole(await cold.handle(body: requestBody, context: requestContext))
         }
     }
+}
+
+/// An async call that does nothing, for the harness floor.
+@inline(never)
+func noop() async -> Int {
+    0
 }
