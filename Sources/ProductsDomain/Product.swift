@@ -55,11 +55,18 @@ public struct Product: Sendable, Equatable {
     /// gateway keeps these bytes (in the cache, in a fetched page) and
     /// splices them into every answer that needs the product.
     public var encoded: EncodedJSON {
-        // Member names, punctuation, price, period and two offers take at
-        // most about 480 bytes; the rest is the product's own strings (more
-        // only when they need escapes).
-        var writer = JSONWriter(reservingCapacity: 512 + productIdentifier.utf8.count + localizedTitle.utf8.count
-            + localizedDescription.utf8.count + (iconURL?.utf8.count ?? 0) + (subscriptionGroupIdentifier?.utf8.count ?? 0))
+        // Sized for the text below, so the bytes kept in the cache carry
+        // little unused capacity: member names and punctuation with `null`
+        // or quotes take about 210 bytes, a price 31 plus its digits, a
+        // period 37, an offer 88 plus its price's digits. Only strings that
+        // need escapes make the buffer grow.
+        var capacity = 210 + productIdentifier.utf8.count + localizedTitle.utf8.count + localizedDescription.utf8.count
+            + (iconURL?.utf8.count ?? 0) + (subscriptionGroupIdentifier?.utf8.count ?? 0)
+            + 31 + price.amount.text.utf8.count
+        if subscriptionPeriod != nil { capacity += 37 }
+        if let introductoryPrice { capacity += 88 + introductoryPrice.price.amount.text.utf8.count }
+        if let discountedPrice { capacity += 88 + discountedPrice.price.amount.text.utf8.count }
+        var writer = JSONWriter(reservingCapacity: capacity)
         writer.beginObject()
         writer.key("productIdentifier")
         writer.string(productIdentifier)

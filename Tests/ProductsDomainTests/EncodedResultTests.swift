@@ -25,6 +25,18 @@ struct EncodedResultTests {
         #expect(compared >= Catalog.sample.productIdentifiers.count)
     }
 
+    /// Cached bytes should not carry much unused capacity: the writer is
+    /// sized for the product up front and never grows for plain text.
+    @Test func encodedProductsCarryLittleSpareCapacity() {
+        for country in Self.countries {
+            let page = Catalog.sample.page(ids: Catalog.sample.productIdentifiers, country: country, language: LanguageTag("fr"))
+            for item in page.items {
+                let bytes = Product(item).encoded.bytes
+                #expect(bytes.capacity - bytes.count <= 48, "\(item.id) \(country): \(bytes.count) of \(bytes.capacity)")
+            }
+        }
+    }
+
     static let trickyStrings: [String] = [
         "",
         #"say "hi""#,
