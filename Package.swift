@@ -20,6 +20,9 @@ let package = Package(
     products: [
         .executable(name: "products-gateway", targets: ["ProductsGatewayCLI"]),
         .executable(name: "mock-upstream", targets: ["MockUpstreamCLI"]),
+        // The JSON-RPC engine, the domain and the service, in process: what
+        // the allocation benchmark under bench/allocations drives.
+        .library(name: "GatewayCore", targets: ["GatewayService", "JSONRPC", "ProductsDomain"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),

@@ -1,3 +1,4 @@
+import JSONRPC
 import ProductsDomain
 
 /// What an upstream answer is valid for: the same identifier may have other
@@ -30,10 +31,23 @@ public struct SourcePage: Sendable {
     public let page: UpstreamProductsPage
     /// From `Cache-Control: max-age`; `nil` when the answer must not be kept.
     public let maxAgeSeconds: Int?
+    /// The items normalised and encoded once (``Product/encoded``), by
+    /// identifier; when the upstream repeats an id the first item wins, as
+    /// in ``UpstreamProductsPage/productsByID``. The cache and every call
+    /// waiting on this page splice these bytes instead of encoding the
+    /// products again.
+    public let encodedProducts: [String: EncodedJSON]
 
+    /// A page; its items are normalised and encoded here, once.
     public init(page: UpstreamProductsPage, maxAgeSeconds: Int?) {
         self.page = page
         self.maxAgeSeconds = maxAgeSeconds
+        var encoded: [String: EncodedJSON] = [:]
+        encoded.reserveCapacity(page.items.count)
+        for item in page.items where encoded[item.id] == nil {
+            encoded[item.id] = Product(item).encoded
+        }
+        self.encodedProducts = encoded
     }
 }
 

@@ -56,30 +56,35 @@ public final class ProductsFetchService: Sendable {
         }
         switch await products(for: parsed, region: region, requestID: requestID) {
         case .success(let result):
-            return .success(result.jsonValue)
+            // Already JSON: the engine appends these bytes to the response.
+            return .success(.encoded(result))
         case .failure(let failure):
             logger.info("products.fetch failed", metadata: ["reason": "\(failure.reason)", "detail": "\(failure.message)"])
             return .failure(failure.jsonRPCError(requestID: requestID))
         }
     }
 
-    private func products(for params: FetchProductsParams, region: ResolvedRegion, requestID: String) async -> Result<ProductsResult, ProductsFetchFailure> {
+    /// The call's `result`, assembled from encoded products: from memory
+    /// where fresh entries exist, else from the pages this call waits for.
+    private func products(for params: FetchProductsParams, region: ResolvedRegion, requestID: String) async -> Result<EncodedJSON, ProductsFetchFailure> {
         let scope = FetchScope(appID: settings.appID, country: region.countryCode, language: params.language)
         let identifiers = params.productIdentifiers
         let started = ContinuousClock.now
         let deadline = started + settings.requestTimeout
 
-        var found: [String: Product] = [:]
-        let cached = cache.lookup(scope: scope, identifiers: identifiers, now: started)
-        metrics.recordCacheHits(cached.count)
-        for case let (identifier, product?) in cached { found[identifier] = Product(product) }
-        let missing = identifiers.filter { cached[$0] == nil }
+        // One slot per requested identifier, in request order: a product's
+        // bytes, `.unknown`, or nil while nothing answered it yet.
+        var answers = [ProductAnswer?](repeating: nil, count: identifiers.count)
+        let hits = cache.lookup(scope: scope, identifiers: identifiers, now: started, into: &answers)
+        metrics.recordCacheHits(hits)
 
-        if !missing.isEmpty {
+        if hits < identifiers.count {
+            var missing: [String] = []
+            missing.reserveCapacity(identifiers.count - hits)
+            for index in identifiers.indices where answers[index] == nil { missing.append(identifiers[index]) }
             let claim = coalescer.claim(scope: scope, identifiers: missing, chunkSize: settings.upstreamMaxIDs)
             metrics.recordCoalesced(claim.joinedIdentifierCount)
             for fetch in claim.started { start(fetch, requestID: requestID, deadline: deadline) }
-            let missingSet = Set(missing)
             var failures: [ProductsFetchFailure] = []
             let deadlineFailure = ProductsFetchFailure.cancelled(
                 detail: "the call's deadline of \(settings.requestTimeout.milliseconds) ms passed (GATEWAY_REQUEST_TIMEOUT_MS)"
@@ -87,8 +92,12 @@ public final class ProductsFetchService: Sendable {
             for fetch in claim.fetches {
                 switch await fetch.outcome(until: deadline, onDeadline: deadlineFailure) {
                 case .success(let page):
-                    for item in page.page.items where missingSet.contains(item.id) && found[item.id] == nil {
-                        found[item.id] = Product(item)
+                    // Only slots still open: a cached answer or an earlier
+                    // page keeps its place, as the first answer wins.
+                    for index in identifiers.indices where answers[index] == nil {
+                        if let product = page.encodedProducts[identifiers[index]] {
+                            answers[index] = .product(product)
+                        }
                     }
                 case .failure(let failure):
                     failures.append(failure)
@@ -96,7 +105,8 @@ public final class ProductsFetchService: Sendable {
             }
             if let failure = ProductsFetchFailure.mostSevere(failures) { return .failure(failure) }
         }
-        return .success(ProductsResult(requested: identifiers, found: found, region: region))
+        // Every identifier no page and no entry has a product for is invalid.
+        return .success(ProductsResult.encoded(requested: identifiers, answers: answers, region: region))
     }
 
     /// Starts a shared fetch in a task of its own: no caller owns it, so a

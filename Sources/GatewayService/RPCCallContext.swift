@@ -6,4 +6,11 @@ public struct RPCCallContext: Sendable {
     public let requestID: String
     /// A logger with `requestId` metadata.
     public let logger: Logger
+
+    /// A context for the calls of one HTTP request; public so that a
+    /// benchmark or a test can drive the engine in process.
+    public init(requestID: String, logger: Logger) {
+        self.requestID = requestID
+        self.logger = logger
+    }
 }

@@ -43,6 +43,30 @@ public struct JSONObject: Sendable, Hashable, Sequence, ExpressibleByDictionaryL
         }
     }
 
+    /// An object taking `members` as its storage when their keys are unique
+    /// (the usual case), so the parser's member array becomes the object
+    /// without another allocation; a repeated key falls back to
+    /// ``init(_:)``'s rule.
+    init(takingMembers members: [Element]) {
+        self.init()
+        if members.count <= 16, Self.keysAreUnique(members) {
+            self.members = members
+        } else {
+            self = JSONObject(members.map { ($0.key, $0.value) })
+        }
+    }
+
+    /// Whether no key repeats; a scan beats hashing for the handful of keys
+    /// of a request.
+    private static func keysAreUnique(_ members: [Element]) -> Bool {
+        for index in members.indices.dropFirst() {
+            for earlier in members.indices[..<index] where members[earlier].key == members[index].key {
+                return false
+            }
+        }
+        return true
+    }
+
     /// An object with the literal's members in order.
     public init(dictionaryLiteral elements: (String, JSONValue)...) {
         self.init(elements)

@@ -56,18 +56,23 @@ public struct JSONParser {
         self.limits = limits
     }
 
-    /// An array or object still being read.
+    /// An array or object still being read. Its elements sit at the end of
+    /// the parser's value stack from `valueStart` on (an object's as name,
+    /// value, name, value, ...), so an open container costs no allocation of
+    /// its own and a closed one exactly one, of its final size.
     private struct Frame {
         let isObject: Bool
-        var values: [JSONValue] = []
-        /// Member names, parallel to `values`, for objects.
-        var keys: [String] = []
+        let valueStart: Int
     }
 
     // MARK: - Structure
 
     private mutating func parseDocument() throws(JSONParseError) -> JSONValue {
-        var stack: [Frame] = []
+        var frames: [Frame] = []
+        var values: [JSONValue] = []
+        // Room for a JSON-RPC request without growing.
+        frames.reserveCapacity(8)
+        values.reserveCapacity(24)
         while true {
             // Read one value; containers are opened here and closed below.
             skipWhitespace()
@@ -78,7 +83,7 @@ public struct JSONParser {
             switch input[position] {
             case .openBrace, .openBracket:
                 let isObject = input[position] == .openBrace
-                guard stack.count < limits.maxDepth else {
+                guard frames.count < limits.maxDepth else {
                     throw JSONParseError(
                         offset: position,
                         message: "nesting deeper than \(limits.maxDepth) levels at byte \(position)"
@@ -90,11 +95,10 @@ public struct JSONParser {
                     position += 1
                     value = isObject ? .object(JSONObject()) : .array([])
                 } else {
-                    var frame = Frame(isObject: isObject)
+                    frames.append(Frame(isObject: isObject, valueStart: values.count))
                     if isObject {
-                        frame.keys.append(try parseMemberName())
+                        values.append(.string(try parseMemberName()))
                     }
-                    stack.append(frame)
                     continue
                 }
             case .quote:
@@ -119,7 +123,7 @@ public struct JSONParser {
             // The value is complete: hand it to its container, closing every
             // container that ends right after it.
             while true {
-                guard !stack.isEmpty else {
+                guard let frame = frames.last else {
                     skipWhitespace()
                     guard position == input.count else {
                         throw JSONParseError(
@@ -129,10 +133,9 @@ public struct JSONParser {
                     }
                     return value
                 }
-                let top = stack.count - 1
-                stack[top].values.append(value)
+                values.append(value)
                 skipWhitespace()
-                let isObject = stack[top].isObject
+                let isObject = frame.isObject
                 guard position < input.count else {
                     throw Self.unexpected(in: input, at: position, expected: isObject ? "',' or '}'" : "',' or ']'")
                 }
@@ -140,7 +143,7 @@ public struct JSONParser {
                     position += 1
                     if isObject {
                         skipWhitespace()
-                        stack[top].keys.append(try parseMemberName())
+                        values.append(.string(try parseMemberName()))
                     }
                     break
                 }
@@ -148,12 +151,21 @@ public struct JSONParser {
                     throw Self.unexpected(in: input, at: position, expected: isObject ? "',' or '}'" : "',' or ']'")
                 }
                 position += 1
-                let frame = stack.removeLast()
-                if frame.isObject {
-                    value = .object(JSONObject(Array(zip(frame.keys, frame.values))))
+                frames.removeLast()
+                let count = values.count - frame.valueStart
+                if isObject {
+                    var members: [JSONObject.Element] = []
+                    members.reserveCapacity(count / 2)
+                    for index in stride(from: frame.valueStart, to: values.count, by: 2) {
+                        // Names were pushed as strings just above.
+                        guard case .string(let key) = values[index] else { preconditionFailure("a member name that is not a string") }
+                        members.append((key: key, value: values[index + 1]))
+                    }
+                    value = .object(JSONObject(takingMembers: members))
                 } else {
-                    value = .array(frame.values)
+                    value = .array(Array(values[frame.valueStart...]))
                 }
+                values.removeLast(count)
             }
         }
     }

@@ -45,4 +45,18 @@ public struct JSONRPCError: Error, Sendable, Equatable {
         object["data"] = data
         return .object(object)
     }
+
+    /// Writes ``jsonValue`` without building it.
+    public func write(to writer: inout JSONWriter) {
+        writer.beginObject()
+        writer.key("code")
+        writer.integer(code)
+        writer.key("message")
+        writer.string(message)
+        if let data {
+            writer.key("data")
+            writer.value(data)
+        }
+        writer.endObject()
+    }
 }

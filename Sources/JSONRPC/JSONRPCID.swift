@@ -19,7 +19,7 @@ public enum JSONRPCID: Sendable, Hashable {
         case .number(let text): self = .number(text)
         case .string(let text): self = .string(text)
         case .null: self = .null
-        case .bool, .array, .object: return nil
+        case .bool, .array, .object, .encoded: return nil
         }
     }
 
@@ -29,6 +29,16 @@ public enum JSONRPCID: Sendable, Hashable {
         case .number(let text): .number(text)
         case .string(let text): .string(text)
         case .null: .null
+        }
+    }
+
+    /// Writes the id as it goes into a response, the same bytes as
+    /// ``jsonValue`` serializes to, without building a value.
+    public func write(to writer: inout JSONWriter) {
+        switch self {
+        case .number(let text): writer.number(text)
+        case .string(let text): writer.string(text)
+        case .null: writer.null()
         }
     }
 }

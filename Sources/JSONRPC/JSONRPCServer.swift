@@ -68,8 +68,8 @@ public struct JSONRPCServer<Context: Sendable>: Sendable {
             guard !responses.isEmpty else {
                 return .noContent
             }
-            return .json(JSONValue.array(responses.map(\.jsonValue)).serialized())
-        case .null, .bool, .number, .string:
+            return .json(Self.serialized(batch: responses))
+        case .null, .bool, .number, .string, .encoded:
             return refuse(.invalidRequest("expected a request object or a batch array"), context: context)
         }
     }
@@ -125,7 +125,7 @@ public struct JSONRPCServer<Context: Sendable>: Sendable {
             params = .object(named)
         case .array(let positional)?:
             params = .array(positional)
-        case .null?, .bool?, .number?, .string?:
+        case .null?, .bool?, .number?, .string?, .encoded?:
             return .failure(JSONRPCFailedRequest(
                 id: id,
                 error: .invalidRequest(#""params" must be an object or an array"#)
@@ -183,7 +183,20 @@ public struct JSONRPCServer<Context: Sendable>: Sendable {
         observer?(JSONRPCCallRecord(method: method, outcome: outcome, duration: duration, isNotification: isNotification), context)
     }
 
+    /// Responses are written straight into one buffer, not built as a tree
+    /// first: a result that is already encoded is appended as its bytes.
     private static func reply(_ response: JSONRPCResponse) -> JSONRPCReply {
-        .json(response.jsonValue.serialized())
+        .json(response.serialized())
+    }
+
+    /// `[response,...]` in one buffer reserved for all of them.
+    private static func serialized(batch responses: [JSONRPCResponse]) -> [UInt8] {
+        var capacity = 2
+        for response in responses { capacity += response.estimatedByteCount + 1 }
+        var writer = JSONWriter(reservingCapacity: capacity)
+        writer.beginArray()
+        for response in responses { response.write(to: &writer) }
+        writer.endArray()
+        return writer.bytes
     }
 }

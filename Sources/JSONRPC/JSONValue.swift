@@ -6,7 +6,9 @@
 ///
 /// Equality is textual: two values are equal when they would serialize to the
 /// same bytes, so `.number("1")` differs from `.number("1.0")` and objects
-/// with the same members in another order differ.
+/// with the same members in another order differ. An ``encoded(_:)`` value
+/// equals another ``encoded(_:)`` value with the same bytes only; compare
+/// ``serialized()`` to compare it with a tree.
 public enum JSONValue: Sendable, Hashable {
     /// The literal `null`.
     case null
@@ -27,6 +29,15 @@ public enum JSONValue: Sendable, Hashable {
     case array([JSONValue])
     /// An object, members in their order.
     case object(JSONObject)
+    /// A value the gateway has already serialized (a result assembled from
+    /// products encoded once), written out as its bytes.
+    ///
+    /// Only the gateway's own ``JSONWriter`` makes these bytes (see
+    /// ``EncodedJSON``), so they are always valid JSON. ``JSONParser`` never
+    /// produces this case: values read from a request or an upstream body
+    /// are always trees, and the accessors (``objectValue``, ``isNull``, ...)
+    /// do not look inside encoded bytes.
+    case encoded(EncodedJSON)
 
     /// A number holding the decimal text of `int`.
     public static func integer(_ int: Int) -> JSONValue {

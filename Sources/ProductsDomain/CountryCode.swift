@@ -10,20 +10,44 @@ public struct CountryCode: Sendable, Hashable, CustomStringConvertible {
     /// Accepts two ASCII letters in any case (`de` means `DE`) that form an assigned code.
     /// - Parameter text: The caller's text; no surrounding whitespace is trimmed.
     public init?(_ text: String) {
-        let bytes = Array(text.utf8)
-        guard bytes.count == 2 else { return nil }
-        var upper: [UInt8] = []
-        for byte in bytes {
-            switch byte {
-            case UInt8(ascii: "A")...UInt8(ascii: "Z"): upper.append(byte)
-            case UInt8(ascii: "a")...UInt8(ascii: "z"): upper.append(byte - 0x20)
-            default: return nil
+        // Every call resolves a region, so this runs on the bytes: no
+        // arrays, and upper-case input (the usual) is kept as it is.
+        var utf8 = text.utf8.makeIterator()
+        guard let first = utf8.next().flatMap(Self.upperCased), let second = utf8.next().flatMap(Self.upperCased), utf8.next() == nil else {
+            return nil
+        }
+        let index = Int(first - UInt8(ascii: "A")) * 26 + Int(second - UInt8(ascii: "A"))
+        guard Self.assignedTable[index] else { return nil }
+        if text.utf8.first == first, text.utf8.last == second {
+            self.text = text
+        } else {
+            // Two ASCII bytes make a small string: no allocation.
+            self.text = String(unsafeUninitializedCapacity: 2) { buffer in
+                buffer[0] = first
+                buffer[1] = second
+                return 2
             }
         }
-        let candidate = String(decoding: upper, as: UTF8.self)
-        guard Self.assigned.contains(candidate) else { return nil }
-        self.text = candidate
     }
+
+    /// The letter upper-cased, or `nil` for anything but an ASCII letter.
+    private static func upperCased(_ byte: UInt8) -> UInt8? {
+        switch byte {
+        case UInt8(ascii: "A")...UInt8(ascii: "Z"): byte
+        case UInt8(ascii: "a")...UInt8(ascii: "z"): byte - 0x20
+        default: nil
+        }
+    }
+
+    /// ``assigned`` as a 26 × 26 table indexed by the two letters.
+    private static let assignedTable: [Bool] = {
+        var table = [Bool](repeating: false, count: 26 * 26)
+        for code in assigned {
+            let letters = Array(code.utf8)
+            table[Int(letters[0] - UInt8(ascii: "A")) * 26 + Int(letters[1] - UInt8(ascii: "A"))] = true
+        }
+        return table
+    }()
 
     public var description: String { text }
 

@@ -56,7 +56,7 @@ public struct FetchProductsParams: Sendable, Equatable {
             object = members
         }
 
-        for key in object.keys where !allowedNames.contains(key) {
+        for (key, _) in object where !allowedNames.contains(key) {
             throw ParamsError(
                 param: MessageText.truncated(key),
                 message: "unknown param \(MessageText.quoted(key)); allowed: \(allowedNames.joined(separator: ", "))"
@@ -75,6 +75,9 @@ public struct FetchProductsParams: Sendable, Equatable {
         )
     }
 
+    /// Up to this many identifiers, duplicates are found by scanning.
+    private static let scanLimit = 32
+
     private static func parseIdentifiers(_ value: JSONValue?, limits: FetchProductsLimits) throws(ParamsError) -> [String] {
         let name = "productIdentifiers"
         guard let value else {
@@ -86,8 +89,12 @@ public struct FetchProductsParams: Sendable, Equatable {
         guard !entries.isEmpty else {
             throw ParamsError(param: name, message: "productIdentifiers must hold at least 1 identifier")
         }
+        // A call holds a handful of identifiers: a scan of those kept so far
+        // costs less than hashing each into a set, up to a few dozen.
         var seen: Set<String> = []
+        let useSet = entries.count > Self.scanLimit
         var unique: [String] = []
+        unique.reserveCapacity(entries.count)
         for (index, entry) in entries.enumerated() {
             guard let text = entry.stringValue else {
                 throw ParamsError(param: name, message: "productIdentifiers[\(index)] must be a string, not \(MessageText.kind(of: entry))")
@@ -98,7 +105,7 @@ public struct FetchProductsParams: Sendable, Equatable {
                     message: "productIdentifiers[\(index)] \(MessageText.quoted(text)) is not a valid product identifier: \(ProductIdentifier.formDescription)"
                 )
             }
-            if seen.insert(text).inserted { unique.append(text) }
+            if useSet ? seen.insert(text).inserted : !unique.contains(text) { unique.append(text) }
         }
         guard unique.count <= limits.maxIdentifiers else {
             throw ParamsError(

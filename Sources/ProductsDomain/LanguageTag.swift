@@ -21,48 +21,101 @@ public struct LanguageTag: Sendable, Hashable, CustomStringConvertible {
     /// - Parameter text: The caller's text, `-` separated (`_` is not BCP 47 and is refused).
     public init?(_ text: String) {
         guard !text.isEmpty, text.utf8.count <= Self.maxLength else { return nil }
-        let subtags = text.utf8.split(separator: UInt8(ascii: "-"), omittingEmptySubsequences: false).map(Array.init)
-        guard let language = subtags.first, (2...3).contains(language.count), language.allSatisfy(Self.isLetter) else {
-            return nil
+        // Runs once per call with a language: the canonical form is built
+        // in a stack buffer, and a tag already in canonical case (the
+        // usual) is kept as the caller's string.
+        let parsed: (text: String, primaryLanguage: String)? = withUnsafeTemporaryAllocation(of: UInt8.self, capacity: Self.maxLength) { output in
+            let canonicalized: (length: Int, primaryLength: Int)?? = text.utf8.withContiguousStorageIfAvailable { input in
+                Self.canonicalize(input, into: output)
+            }
+            guard let (length, primaryLength) = canonicalized ?? Array(text.utf8).withUnsafeBufferPointer({ Self.canonicalize($0, into: output) }) else {
+                return nil
+            }
+            let canonical = UnsafeBufferPointer(rebasing: output[..<length])
+            let primary = String(decoding: UnsafeBufferPointer(rebasing: output[..<primaryLength]), as: UTF8.self)
+            return (text.utf8.elementsEqual(canonical) ? text : String(decoding: canonical, as: UTF8.self), primary)
         }
-        var canonical = [Self.lowercased(language)]
-        var index = 1
-        if index < subtags.count, subtags[index].count == 4, subtags[index].allSatisfy(Self.isLetter) {
-            let script = Self.lowercased(subtags[index])
-            canonical.append([script[0] - 0x20] + script.dropFirst())
-            index += 1
-        }
-        if index < subtags.count {
-            let region = subtags[index]
-            if region.count == 2, region.allSatisfy(Self.isLetter) {
-                canonical.append(Self.uppercased(region))
-                index += 1
-            } else if region.count == 3, region.allSatisfy(Self.isDigit) {
-                canonical.append(region)
-                index += 1
+        guard let parsed else { return nil }
+        self.text = parsed.text
+        self.primaryLanguage = parsed.primaryLanguage
+    }
+
+    /// Writes the canonical form of `input` into `output` (at least as long
+    /// as `input`): `language[-Script][-REGION]*(-variant)`. Returns its
+    /// length and the primary language's, or `nil` when the tag is not
+    /// well-formed.
+    private static func canonicalize(_ input: UnsafeBufferPointer<UInt8>, into output: UnsafeMutableBufferPointer<UInt8>) -> (length: Int, primaryLength: Int)? {
+        var subtags = Subtags(input: input)
+        var length = 0
+        func write(_ subtag: Slice<UnsafeBufferPointer<UInt8>>, separated: Bool, _ transform: (Int, UInt8) -> UInt8) {
+            if separated {
+                output[length] = UInt8(ascii: "-")
+                length += 1
+            }
+            for (offset, byte) in subtag.enumerated() {
+                output[length] = transform(offset, byte)
+                length += 1
             }
         }
-        var variants: Set<[UInt8]> = []
-        while index < subtags.count {
-            let variant = subtags[index]
-            guard Self.isVariant(variant) else { return nil }
-            let lowered = Self.lowercased(variant)
-            // RFC 5646 section 2.2.5: a variant may appear only once.
-            guard variants.insert(lowered).inserted else { return nil }
-            canonical.append(lowered)
-            index += 1
+
+        guard let language = subtags.next(), (2...3).contains(language.count), language.allSatisfy(isLetter) else {
+            return nil
         }
-        self.text = canonical.map { String(decoding: $0, as: UTF8.self) }.joined(separator: "-")
-        self.primaryLanguage = String(decoding: canonical[0], as: UTF8.self)
+        write(language, separated: false) { lowercased($1) }
+        let primaryLength = length
+        var subtag = subtags.next()
+        if let script = subtag, script.count == 4, script.allSatisfy(isLetter) {
+            write(script, separated: true) { $0 == 0 ? uppercased($1) : lowercased($1) }
+            subtag = subtags.next()
+        }
+        if let region = subtag {
+            if region.count == 2, region.allSatisfy(isLetter) {
+                write(region, separated: true) { uppercased($1) }
+                subtag = subtags.next()
+            } else if region.count == 3, region.allSatisfy(isDigit) {
+                write(region, separated: true) { $1 }
+                subtag = subtags.next()
+            }
+        }
+        let variantsStart = length
+        while let variant = subtag {
+            guard isVariant(variant) else { return nil }
+            // RFC 5646 section 2.2.5: a variant may appear only once. The
+            // variants written so far are compared in the output, already
+            // lower case.
+            var earlier = Subtags(input: UnsafeBufferPointer(rebasing: output[variantsStart..<length]))
+            _ = earlier.next()  // the empty text before the first separator
+            while let previous = earlier.next() {
+                if previous.elementsEqual(variant.lazy.map(lowercased)) { return nil }
+            }
+            write(variant, separated: true) { lowercased($1) }
+            subtag = subtags.next()
+        }
+        return (length, primaryLength)
+    }
+
+    /// The `-` separated subtags of a tag, empty ones included (so a tag
+    /// with `--` or a trailing `-` is refused by the subtag rules).
+    private struct Subtags {
+        let input: UnsafeBufferPointer<UInt8>
+        var position = 0
+
+        mutating func next() -> Slice<UnsafeBufferPointer<UInt8>>? {
+            guard position <= input.count else { return nil }
+            var end = position
+            while end < input.count, input[end] != UInt8(ascii: "-") { end += 1 }
+            defer { position = end + 1 }
+            return input[position..<end]
+        }
     }
 
     public var description: String { text }
 
-    private static func isVariant(_ subtag: [UInt8]) -> Bool {
+    private static func isVariant(_ subtag: Slice<UnsafeBufferPointer<UInt8>>) -> Bool {
         guard subtag.allSatisfy({ isLetter($0) || isDigit($0) }) else { return false }
         switch subtag.count {
         case 5...8: return true
-        case 4: return isDigit(subtag[0])
+        case 4: return isDigit(subtag[subtag.startIndex])
         default: return false
         }
     }
@@ -75,11 +128,11 @@ public struct LanguageTag: Sendable, Hashable, CustomStringConvertible {
         (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte)
     }
 
-    private static func lowercased(_ subtag: [UInt8]) -> [UInt8] {
-        subtag.map { (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains($0) ? $0 + 0x20 : $0 }
+    private static func lowercased(_ byte: UInt8) -> UInt8 {
+        (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains(byte) ? byte + 0x20 : byte
     }
 
-    private static func uppercased(_ subtag: [UInt8]) -> [UInt8] {
-        subtag.map { (UInt8(ascii: "a")...UInt8(ascii: "z")).contains($0) ? $0 - 0x20 : $0 }
+    private static func uppercased(_ byte: UInt8) -> UInt8 {
+        (UInt8(ascii: "a")...UInt8(ascii: "z")).contains(byte) ? byte - 0x20 : byte
     }
 }

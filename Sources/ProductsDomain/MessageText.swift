@@ -33,6 +33,7 @@ enum MessageText {
         case .string: "a string"
         case .array: "an array"
         case .object: "an object"
+        case .encoded: "a value"
         }
     }
 }

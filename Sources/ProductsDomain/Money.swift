@@ -22,4 +22,14 @@ public struct Money: Sendable, Equatable {
             ("currencyCode", .string(currency.text)),
         ]))
     }
+
+    /// Writes ``jsonValue``'s bytes without building it.
+    public func write(to writer: inout JSONWriter) {
+        writer.beginObject()
+        writer.key("value")
+        writer.number(amount.text)
+        writer.key("currencyCode")
+        writer.string(currency.text)
+        writer.endObject()
+    }
 }

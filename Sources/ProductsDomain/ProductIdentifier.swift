@@ -21,17 +21,21 @@ public struct ProductIdentifier: Sendable, Hashable, CustomStringConvertible {
 
     /// Whether `text` has the identifier form.
     public static func isValid(_ text: String) -> Bool {
-        let utf8 = text.utf8
-        guard (1...maxLength).contains(utf8.count) else { return false }
-        return utf8.allSatisfy { byte in
-            switch byte {
-            case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"),
-                UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "."), UInt8(ascii: "_"), UInt8(ascii: "-"):
-                true
-            default:
-                false
-            }
+        // Runs for every identifier of every call: a loop over the bytes
+        // in place, without ranges or closures per byte.
+        text.utf8.withContiguousStorageIfAvailable(isValid) ?? Array(text.utf8).withUnsafeBufferPointer(isValid)
+    }
+
+    private static func isValid(_ utf8: UnsafeBufferPointer<UInt8>) -> Bool {
+        guard utf8.count >= 1, utf8.count <= maxLength else { return false }
+        for byte in utf8 {
+            let letter = byte | 0x20  // ASCII letters in lower case
+            guard (letter >= UInt8(ascii: "a") && letter <= UInt8(ascii: "z"))
+                || (byte >= UInt8(ascii: "0") && byte <= UInt8(ascii: "9"))
+                || byte == UInt8(ascii: ".") || byte == UInt8(ascii: "_") || byte == UInt8(ascii: "-")
+            else { return false }
         }
+        return true
     }
 
     public var description: String { text }

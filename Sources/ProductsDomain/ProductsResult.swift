@@ -42,3 +42,45 @@ public struct ProductsResult: Sendable, Equatable {
         ]))
     }
 }
+
+extension ProductsResult {
+    /// The JSON-RPC `result` written straight from products encoded once
+    /// (``Product/encoded``): the same bytes as ``jsonValue`` serializes to
+    /// for the same products, with no tree and no re-encoding, in one buffer
+    /// sized up front.
+    ///
+    /// - Parameters:
+    ///   - requested: The de-duplicated identifiers, in request order.
+    ///   - answers: For each requested identifier, at the same index, what
+    ///     is known of it. A product goes to `products`; an unknown
+    ///     identifier, and one nothing answered (`nil`), to
+    ///     `invalidProductIdentifiers`.
+    ///   - region: The resolved region.
+    /// - Precondition: `answers` has one entry per requested identifier.
+    public static func encoded(requested: [String], answers: [ProductAnswer?], region: ResolvedRegion) -> EncodedJSON {
+        precondition(requested.count == answers.count, "one answer per requested identifier")
+        // Member names, brackets and the region take under 100 bytes.
+        var capacity = 128
+        for index in requested.indices {
+            capacity += (answers[index]?.product?.bytes.count ?? requested[index].utf8.count + 2) + 1
+        }
+        var writer = JSONWriter(reservingCapacity: capacity)
+        writer.beginObject()
+        writer.key("products")
+        writer.beginArray()
+        for answer in answers {
+            if let product = answer?.product { writer.encoded(product) }
+        }
+        writer.endArray()
+        writer.key("invalidProductIdentifiers")
+        writer.beginArray()
+        for index in requested.indices where answers[index]?.product == nil {
+            writer.string(requested[index])
+        }
+        writer.endArray()
+        writer.key("region")
+        region.write(to: &writer)
+        writer.endObject()
+        return writer.finish()
+    }
+}

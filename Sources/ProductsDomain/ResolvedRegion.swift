@@ -22,4 +22,14 @@ public struct ResolvedRegion: Sendable, Equatable {
             ("source", .string(source.rawValue)),
         ]))
     }
+
+    /// Writes ``jsonValue``'s bytes without building it.
+    public func write(to writer: inout JSONWriter) {
+        writer.beginObject()
+        writer.key("countryCode")
+        writer.string(countryCode.text)
+        writer.key("source")
+        writer.string(source.rawValue)
+        writer.endObject()
+    }
 }

@@ -53,4 +53,14 @@ public struct SubscriptionPeriod: Sendable, Equatable {
             ("numberOfUnits", .integer(numberOfUnits)),
         ]))
     }
+
+    /// Writes ``jsonValue``'s bytes without building it.
+    public func write(to writer: inout JSONWriter) {
+        writer.beginObject()
+        writer.key("unit")
+        writer.string(unit.rawValue)
+        writer.key("numberOfUnits")
+        writer.integer(numberOfUnits)
+        writer.endObject()
+    }
 }

@@ -23,4 +23,14 @@ public struct UpstreamOffer: Sendable, Equatable {
             ("period", period.jsonValue),
         ]))
     }
+
+    /// Writes ``jsonValue``'s bytes without building it.
+    public func write(to writer: inout JSONWriter) {
+        writer.beginObject()
+        writer.key("price")
+        price.write(to: &writer)
+        writer.key("period")
+        period.write(to: &writer)
+        writer.endObject()
+    }
 }

@@ -329,7 +329,8 @@ private struct Source {
             return names
         case .array(let elements):
             return elements.reduce(into: Set<String>()) { $0.formUnion(references(in: $1)) }
-        case .null, .bool, .number, .string:
+        case .null, .bool, .number, .string, .encoded:
+            // Documents read from YAML hold no pre-encoded values.
             return []
         }
     }

@@ -91,3 +91,30 @@ struct ValueTypesTests {
         #expect(SubscriptionPeriod(unit: .month, numberOfUnits: 0) == nil)
     }
 }
+
+/// The byte-level parsing of country codes and language tags keeps the
+/// caller's string when it is already canonical and builds one otherwise.
+@Suite("Canonical forms")
+struct CanonicalFormTests {
+    @Test func countryCodesUpperCase() {
+        for (input, text) in [("DE", "DE"), ("de", "DE"), ("dE", "DE"), ("De", "DE"), ("zw", "ZW"), ("AX", "AX")] {
+            #expect(CountryCode(input)?.text == text, "\(input)")
+        }
+        for bad in ["D", "DEU", "d-", "1A", "\u{0}E", "ÄE", "E\u{301}"] {
+            #expect(CountryCode(bad) == nil, "\(bad)")
+        }
+    }
+
+    @Test(arguments: [
+        ("EN-latn-us-POSIX", "en-Latn-US-posix", "en"), ("zh-hant-tw", "zh-Hant-TW", "zh"), ("DE-AT", "de-AT", "de"),
+        ("de-1996", "de-1996", "de"), ("hy-Latn-IT-arevela", "hy-Latn-IT-arevela", "hy"), ("SGN-BE-FR", nil, nil),
+        ("sl-rozaj-ROZAJ", nil, nil), ("de-1996-1996", nil, nil), ("sl-rozaj-biske-rozaj", nil, nil),
+        ("en-Latn-Latn", nil, nil), ("en-US-US", nil, nil), ("en--US", nil, nil), ("en-US-", nil, nil),
+        ("abcd", nil, nil), ("en-123-4567", "en-123-4567", "en"), ("en-1234", "en-1234", "en"), ("en-abcd", "en-Abcd", "en"),
+    ] as [(String, String?, String?)])
+    func languageTagsCanonicalize(input: String, text: String?, primary: String?) {
+        let tag = LanguageTag(input)
+        #expect(tag?.text == text)
+        #expect(tag?.primaryLanguage == primary)
+    }
+}

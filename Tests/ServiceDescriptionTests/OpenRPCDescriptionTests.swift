@@ -150,7 +150,7 @@ import Testing
             object.flatMap { key, member in key == "$ref" ? [member.stringValue ?? ""] : references(in: member) }
         case .array(let elements):
             elements.flatMap(references(in:))
-        case .null, .bool, .number, .string:
+        case .null, .bool, .number, .string, .encoded:
             []
         }
     }

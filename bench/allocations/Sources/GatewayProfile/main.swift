@@ -1,0 +1,44 @@
+import BenchSupport
+import Dispatch
+import GatewayService
+import JSONRPC
+
+// Runs the benchmark's calls in a plain loop, for an instruction profiler:
+//   valgrind --tool=callgrind .build/release/GatewayProfile hot 2000
+// The per-call cost is the difference between two counts (say 1 and 2001
+// calls) divided by the difference in calls, so start-up cancels out.
+//
+// The loop runs in a task while the main thread waits on a semaphore:
+// valgrind 3.19 crashes on the signal-driven main queue that top-level
+// `await` would run on.
+
+let arguments = CommandLine.arguments
+let variant = arguments.count > 1 ? arguments[1] : "hot"
+let iterations = arguments.count > 2 ? Int(arguments[2]) ?? 2000 : 2000
+guard variant == "hot" || variant == "cold" else {
+    fatalError("usage: GatewayProfile hot|cold [iterations]")
+}
+
+@inline(never)
+func profiledCalls(_ server: JSONRPCServer<RPCCallContext>, _ count: Int) async -> Int {
+    var bytes = 0
+    for _ in 0 ..< count {
+        if case .json(let body) = await server.handle(body: requestBody, context: requestContext) {
+            bytes += body.count
+        }
+    }
+    return bytes
+}
+
+let finished = DispatchSemaphore(value: 0)
+// Detached: a task made here would inherit the main actor, whose thread is
+// the one waiting below.
+Task.detached { [variant, iterations, finished] in
+    let server = makeServer(maxAgeSeconds: variant == "hot" ? 30 : nil)
+    // The first call fills the cache (hot) and every lazy global.
+    _ = await profiledCalls(server, 1)
+    let written = await profiledCalls(server, iterations)
+    print("\(variant): \(iterations) calls, \(written / max(iterations, 1)) response bytes each")
+    finished.signal()
+}
+finished.wait()
