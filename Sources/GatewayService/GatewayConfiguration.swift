@@ -182,13 +182,13 @@ private struct SettingSource {
     func upstream() throws(ConfigurationError) -> GatewayConfiguration.Upstream? {
         guard let text = string(.upstreamURL) else { return nil }
         guard let components = URLComponents(string: text), let scheme = components.scheme?.lowercased() else {
-            throw fail(.upstreamURL, "expected https://host[:port][/base], got '\(text.prefix(100))'")
+            throw fail(.upstreamURL, "expected https://host[:port][/base], got '\(URLRedaction.redactingUserinfo(text).prefix(100))'")
         }
         guard scheme == "https" else {
             throw fail(.upstreamURL, "only https:// is allowed (the upstream is reached over verified TLS), got '\(scheme)://'")
         }
         guard let host = components.host, !host.isEmpty else {
-            throw fail(.upstreamURL, "the URL has no host: '\(text.prefix(100))'")
+            throw fail(.upstreamURL, "the URL has no host: '\(URLRedaction.redactingUserinfo(text).prefix(100))'")
         }
         guard components.user == nil, components.password == nil else {
             throw fail(.upstreamURL, "credentials in the URL are not allowed; use ONSIDE_API_TOKEN or ONSIDE_API_TOKEN_FILE")
@@ -259,5 +259,18 @@ private struct SettingSource {
             }
         }
         return keys
+    }
+}
+
+/// Keeps credentials out of messages about URLs.
+enum URLRedaction {
+    /// `text` with anything between `//` and an `@` of the authority
+    /// replaced by `***`: a message about a URL that does not parse must not
+    /// carry the `user:password@` someone put in it.
+    static func redactingUserinfo(_ text: String) -> String {
+        guard let slashes = text.range(of: "//") else { return text }
+        let authorityEnd = text[slashes.upperBound...].firstIndex { $0 == "/" || $0 == "?" || $0 == "#" } ?? text.endIndex
+        guard let at = text[slashes.upperBound..<authorityEnd].lastIndex(of: "@") else { return text }
+        return String(text[..<slashes.upperBound]) + "***" + String(text[at...])
     }
 }

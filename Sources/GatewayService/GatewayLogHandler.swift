@@ -42,9 +42,29 @@ public struct GatewayLogHandler: LogHandler {
             }
             sink(JSONValue.object(object).serializedString)
         case .text:
-            let fields = merged.keys.sorted().map { "\($0)=\(merged[$0]!)" }.joined(separator: " ")
-            sink("\(timestamp) \(event.level.rawValue.uppercased()) \(event.message)\(fields.isEmpty ? "" : " " + fields)")
+            let fields = merged.keys.sorted().map { "\(Self.escaped($0))=\(Self.escaped("\(merged[$0]!)"))" }.joined(separator: " ")
+            sink("\(timestamp) \(event.level.rawValue.uppercased()) \(Self.escaped(event.message.description))\(fields.isEmpty ? "" : " " + fields)")
         }
+    }
+
+    /// A text line is one line: control characters (a newline in a method
+    /// name, NUL, a terminal escape) are written as `\n`, `\r`, `\t` or
+    /// `\u{1b}`, so no input can forge a line or drive a terminal.
+    static func escaped(_ text: String) -> String {
+        guard text.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) else { return text }
+        var result = ""
+        for scalar in text.unicodeScalars {
+            switch scalar {
+            case "\n": result += "\\n"
+            case "\r": result += "\\r"
+            case "\t": result += "\\t"
+            case _ where scalar.properties.generalCategory == .control:
+                result += "\\u{" + String(scalar.value, radix: 16) + "}"
+            default:
+                result.unicodeScalars.append(scalar)
+            }
+        }
+        return result
     }
 
     private static func json(_ value: Logger.MetadataValue) -> JSONValue {

@@ -26,7 +26,17 @@ public struct JSONRPCError: Error, Sendable, Equatable {
 
     /// -32601: no method of that name.
     public static func methodNotFound(_ method: String) -> JSONRPCError {
-        JSONRPCError(code: -32601, message: "Method not found: \(method)")
+        JSONRPCError(code: -32601, message: "Method not found: \(clipped(method))")
+    }
+
+    /// The longest method name an error message repeats; a name can be as
+    /// long as the body, and echoing all of it would turn a small mistake
+    /// into a large answer.
+    public static let echoedMethodLimit = 64
+
+    private static func clipped(_ method: String) -> String {
+        guard method.count > echoedMethodLimit else { return method }
+        return "\(method.prefix(echoedMethodLimit))… (\(method.utf8.count) bytes)"
     }
 
     /// -32602: the method exists but its params are wrong.

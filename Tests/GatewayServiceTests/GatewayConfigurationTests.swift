@@ -260,3 +260,47 @@ struct GatewayConfigurationTests {
         }
     }
 }
+
+@Suite("Secrets in messages and text logs")
+struct MessageHygieneTests {
+    /// A URL that does not parse, or has no host, is quoted in the error
+    /// without the `user:password@` in it.
+    @Test(arguments: ["https://admin:s3cr3t@", "https://admin:s3cr3t@ bad host/x", "https://admin:s3cr3t@[::1/x"])
+    func aBadUpstreamURLIsQuotedWithoutItsCredentials(url: String) throws {
+        let error = try #require(GatewayConfigurationTests.error(["ONSIDE_UPSTREAM_URL": url, "ONSIDE_APP_ID": "demo"]))
+        #expect(error.variable == "ONSIDE_UPSTREAM_URL")
+        #expect(!error.description.contains("s3cr3t"), "\(error.description)")
+        #expect(!error.description.contains("admin"), "\(error.description)")
+    }
+
+    @Test func userinfoIsRedactedOnlyInTheAuthority() {
+        #expect(URLRedaction.redactingUserinfo("https://u:p@host:1/base@x") == "https://***@host:1/base@x")
+        #expect(URLRedaction.redactingUserinfo("https://host/a@b") == "https://host/a@b")
+        #expect(URLRedaction.redactingUserinfo("no scheme") == "no scheme")
+    }
+
+    /// A text line stays one line whatever a caller put in a method name.
+    @Test func textLogsEscapeControlCharacters() {
+        #expect(GatewayLogHandler.escaped("plain é") == "plain é")
+        #expect(GatewayLogHandler.escaped("a\nb\r\tc") == #"a\nb\r\tc"#)
+        #expect(GatewayLogHandler.escaped("x\u{1b}[31m\u{0}\u{7f}") == #"x\u{1b}[31m\u{0}\u{7f}"#)
+
+        let lines = LockedLines()
+        var handler = GatewayLogHandler(format: .text, level: .info, sink: { lines.append($0) })
+        handler[metadataKey: "method"] = "fake\n2026-01-01T00:00:00.000Z INFO forged"
+        handler.log(event: LogEvent(level: .info, message: "rpc call\u{1b}[2J", metadata: nil, source: "test", file: #fileID, function: #function, line: #line))
+        let line = lines.all.joined()
+        #expect(!line.contains("\n"))
+        #expect(!line.contains("\u{1b}"))
+        #expect(line.contains(#"method=fake\n2026-01-01T00:00:00.000Z INFO forged"#))
+    }
+}
+
+/// Lines a log sink received, from any thread.
+final class LockedLines: @unchecked Sendable {
+    // @unchecked: every access goes through `lock`.
+    private let lock = NSLock()
+    private var lines: [String] = []
+    func append(_ line: String) { lock.lock(); lines.append(line); lock.unlock() }
+    var all: [String] { lock.lock(); defer { lock.unlock() }; return lines }
+}

@@ -93,6 +93,10 @@ struct DecodeTests {
         #expect(JSONRPCError.parseError("x").jsonValue.serializedString == #"{"code":-32700,"message":"Parse error: x"}"#)
         #expect(JSONRPCError.invalidRequest("x").jsonValue.serializedString == #"{"code":-32600,"message":"Invalid request: x"}"#)
         #expect(JSONRPCError.methodNotFound("a.b").jsonValue.serializedString == #"{"code":-32601,"message":"Method not found: a.b"}"#)
+        // A long name is clipped to 64 characters and its size, not echoed whole.
+        let long = String(repeating: "m", count: 60_000)
+        #expect(JSONRPCError.methodNotFound(long).message == "Method not found: " + String(repeating: "m", count: 64) + "… (60000 bytes)")
+        #expect(JSONRPCError.methodNotFound(String(repeating: "m", count: 64)).message == "Method not found: " + String(repeating: "m", count: 64))
         #expect(JSONRPCError.invalidParams("x", data: ["reason": "r"]).jsonValue.serializedString
             == #"{"code":-32602,"message":"Invalid params: x","data":{"reason":"r"}}"#)
         #expect(JSONRPCError.internalError("x").jsonValue.serializedString == #"{"code":-32603,"message":"Internal error: x"}"#)
