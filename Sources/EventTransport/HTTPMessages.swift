@@ -59,6 +59,10 @@ public struct HTTPClientError: Error, Sendable, Equatable, CustomStringConvertib
         case tls
         /// No response within the attempt's timeout.
         case timeout
+        /// The response's body is larger than the client reads
+        /// (``HTTPSClientConfiguration/maxResponseBytes``): refused when its
+        /// declared length says so, cut off at the limit when it streams.
+        case responseTooLarge
     }
 
     public let kind: Kind

@@ -20,7 +20,8 @@ public struct HTTPSClientConfiguration: Sendable {
     public var maxIdleConnectionsPerLoop: Int
     /// An idle connection older than this is closed rather than reused.
     public var idleTimeout: Duration
-    /// Largest response body accepted.
+    /// Largest response body read (`UPSTREAM_MAX_BODY_BYTES`); a larger one
+    /// fails the exchange and closes its connection.
     public var maxResponseBytes: Int
     /// Told when an exchange starts and ends (the in-flight gauge).
     public var observer: (any HTTPSClientObserver)?
@@ -451,7 +452,9 @@ final class HTTPSConnection: @unchecked Sendable {
             case EVREQ_HTTP_TIMEOUT:
                 error = HTTPClientError(kind: .timeout, message: timeoutText)
             case EVREQ_HTTP_DATA_TOO_LONG:
-                error = HTTPClientError(kind: .connection, message: "response larger than \(pool.configuration.maxResponseBytes) bytes")
+                // evhttp refuses a declared Content-Length over the limit
+                // before reading the body, and stops a chunked one at it.
+                error = HTTPClientError(kind: .responseTooLarge, message: "the upstream's answer is larger than \(pool.configuration.maxResponseBytes) bytes (UPSTREAM_MAX_BODY_BYTES)")
             case EVREQ_HTTP_INVALID_HEADER:
                 error = HTTPClientError(kind: .connection, message: "malformed HTTP response")
             default:

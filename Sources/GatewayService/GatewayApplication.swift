@@ -43,6 +43,7 @@ public final class GatewayApplication: Sendable {
                 tls: tls,
                 timeoutMilliseconds: configuration.upstreamTimeoutMS,
                 maxConcurrentExchanges: configuration.upstreamConcurrency,
+                maxResponseBytes: configuration.upstreamMaxBodyBytes,
                 observer: UpstreamInflightGauge(metrics: metrics)
             ))
             self.client = client

@@ -30,6 +30,8 @@ public struct GatewayConfiguration: Sendable {
     public var upstreamMaxIDs: Int
     public var upstreamConcurrency: Int
     public var upstreamRetries: Int
+    /// `UPSTREAM_MAX_BODY_BYTES`: the largest upstream answer read.
+    public var upstreamMaxBodyBytes: Int
     public var cacheMaxTTLSeconds: Int
     public var shutdownGraceMS: Int
     public var logLevel: String
@@ -84,6 +86,7 @@ public struct GatewayConfiguration: Sendable {
             upstreamMaxIDs: try source.integer(.upstreamMaxIDs, in: 1...1_000, default: 50),
             upstreamConcurrency: try source.integer(.upstreamConcurrency, in: 1...10_000, default: 64),
             upstreamRetries: try source.integer(.upstreamRetries, in: 0...10, default: 2),
+            upstreamMaxBodyBytes: try source.integer(.upstreamMaxBodyBytes, in: 1024...(1 << 30), default: 8 << 20),
             cacheMaxTTLSeconds: try source.integer(.cacheMaxTTLSeconds, in: 0...86_400, default: 60),
             shutdownGraceMS: try source.integer(.shutdownGraceMS, in: 0...3_600_000, default: 10_000),
             logLevel: try source.choice(.logLevel, ["trace", "debug", "info", "notice", "warning", "error", "critical"], default: "info"),
@@ -113,6 +116,7 @@ public struct GatewayConfiguration: Sendable {
             ("UPSTREAM_MAX_IDS", "\(upstreamMaxIDs)"),
             ("UPSTREAM_CONCURRENCY", "\(upstreamConcurrency)"),
             ("UPSTREAM_RETRIES", "\(upstreamRetries)"),
+            ("UPSTREAM_MAX_BODY_BYTES", "\(upstreamMaxBodyBytes)"),
             ("GATEWAY_CACHE_MAX_TTL_S", "\(cacheMaxTTLSeconds)"),
             ("GATEWAY_SHUTDOWN_GRACE_MS", "\(shutdownGraceMS)"),
             ("LOG_LEVEL", logLevel),

@@ -12,6 +12,9 @@ enum UpstreamResponseClassifier {
     static func classify(_ outcome: Result<HTTPClientResponse, HTTPClientError>) -> Verdict {
         let response: HTTPClientResponse
         switch outcome {
+        case .failure(let error) where error.kind == .responseTooLarge:
+            // Asking again would download as much again: not retried.
+            return .failure(.internalError(upstreamStatus: nil, detail: error.message), retryable: false, retryAfterSeconds: nil)
         case .failure(let error):
             return .failure(.connectionError(detail: error.message), retryable: true, retryAfterSeconds: nil)
         case .success(let received):

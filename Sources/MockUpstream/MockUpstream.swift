@@ -115,6 +115,21 @@ public final class MockUpstream: Sendable {
                 }
                 responder.endChunked()
             }
+        case .oversized(let bytes, let chunked):
+            var answer = self.answer(request, identifiers: identifiers, country: query["country"], cacheControl: cacheControl, fault: nil)
+            answer.body = Self.padded(answer.body, to: bytes)
+            if chunked {
+                let body = answer.body
+                responder.startChunked(status: answer.status, headers: answer.headers)
+                var offset = 0
+                while offset < body.count {
+                    responder.sendChunk(Array(body[offset..<min(offset + 16384, body.count)]))
+                    offset += 16384
+                }
+                responder.endChunked()
+            } else {
+                responder.send(answer)
+            }
         case .delay(let milliseconds):
             let answer = self.answer(request, identifiers: identifiers, country: query["country"], cacheControl: cacheControl, fault: nil)
             Task {
@@ -157,6 +172,14 @@ public final class MockUpstream: Sendable {
         }
         if let cacheControl { headers.add("Cache-Control", cacheControl) }
         return HTTPResponse(status: 200, headers: headers, body: body.serialized())
+    }
+
+    /// `body` (a JSON object) grown to `size` bytes by an unknown key of spaces.
+    static func padded(_ body: [UInt8], to size: Int) -> [UInt8] {
+        let prefix = Array(#"{"padding":""#.utf8)
+        let suffix = Array(#"","#.utf8)
+        let fill = max(0, size - body.count - prefix.count - suffix.count)
+        return prefix + [UInt8](repeating: UInt8(ascii: " "), count: fill) + suffix + body.dropFirst()
     }
 
     static func query(of uri: String) -> [String: String] {

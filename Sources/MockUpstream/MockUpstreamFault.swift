@@ -15,4 +15,8 @@ public enum MockUpstreamFault: Sendable, Equatable {
     /// Answer normally, but as a chunked body of `chunks` pieces sent
     /// `intervalMilliseconds` apart: every wait is short, the whole is long.
     case trickle(chunks: Int, intervalMilliseconds: Int)
+    /// A 200 padded to `bytes` bytes (valid JSON, an unknown key holding
+    /// spaces), declared with `Content-Length`, or sent chunked with no
+    /// length when `chunked` is set.
+    case oversized(bytes: Int, chunked: Bool)
 }

@@ -67,6 +67,9 @@ struct ServeCommand: AsyncParsableCommand {
     @Option(name: .customLong(ConfigurationVariable.upstreamRetries.flag), help: Self.help(.upstreamRetries, "Extra attempts after a connection error, 502, 503 or 504."))
     var upstreamRetries: String?
 
+    @Option(name: .customLong(ConfigurationVariable.upstreamMaxBodyBytes.flag), help: Self.help(.upstreamMaxBodyBytes, "Largest upstream answer read; a larger one is an internalError, not retried."))
+    var upstreamMaxBodyBytes: String?
+
     @Option(name: .customLong(ConfigurationVariable.cacheMaxTTLSeconds.flag), help: Self.help(.cacheMaxTTLSeconds, "Cap on how long an upstream answer is reused, in seconds (0: never)."))
     var cacheMaxTTLSeconds: String?
 
@@ -101,6 +104,7 @@ struct ServeCommand: AsyncParsableCommand {
             (.upstreamMaxIDs, upstreamMaxIDs),
             (.upstreamConcurrency, upstreamConcurrency),
             (.upstreamRetries, upstreamRetries),
+            (.upstreamMaxBodyBytes, upstreamMaxBodyBytes),
             (.cacheMaxTTLSeconds, cacheMaxTTLSeconds),
             (.shutdownGraceMS, shutdownGraceMS),
             (.logLevel, logLevel),

@@ -1,5 +1,6 @@
 import Foundation
 @testable import GatewayService
+import Logging
 import ProductsDomain
 import Testing
 
@@ -49,6 +50,7 @@ struct GatewayConfigurationTests {
         #expect(configuration.upstreamMaxIDs == 50)
         #expect(configuration.upstreamConcurrency == 64)
         #expect(configuration.upstreamRetries == 2)
+        #expect(configuration.upstreamMaxBodyBytes == 8_388_608)
         #expect(configuration.cacheMaxTTLSeconds == 60)
         #expect(configuration.shutdownGraceMS == 10_000)
         #expect(configuration.logLevel == "info")
@@ -129,6 +131,8 @@ struct GatewayConfigurationTests {
         ("UPSTREAM_CONCURRENCY", "0"),
         ("UPSTREAM_RETRIES", "11"),
         ("UPSTREAM_RETRIES", "-1"),
+        ("UPSTREAM_MAX_BODY_BYTES", "0"),
+        ("UPSTREAM_MAX_BODY_BYTES", "8MB"),
         ("GATEWAY_CACHE_MAX_TTL_S", "-5"),
         ("GATEWAY_SHUTDOWN_GRACE_MS", "abc"),
         ("LOG_LEVEL", "verbose"),

@@ -186,6 +186,32 @@ struct UpstreamErrorTests {
         }
     }
 
+    /// An answer over `UPSTREAM_MAX_BODY_BYTES`, declared or streamed, is
+    /// abandoned at the limit as `internalError` and not asked for again;
+    /// its connection is closed, so the next call is served as usual.
+    @Test(arguments: [false, true])
+    func anAnswerOverTheBodyLimitIsAnInternalErrorNotRetried(chunked: Bool) async throws {
+        try await UpstreamScenario.run(environment: ["UPSTREAM_MAX_BODY_BYTES": "4096", "UPSTREAM_RETRIES": "2"]) { upstream, gateway in
+            upstream.upstream.enqueue(.oversized(bytes: 20_000, chunked: chunked))
+            let answer = try await gateway.fetchProducts(["premium_monthly"])
+            Self.expectError(answer, code: -32006, reason: "internalError", retryable: false, upstreamStatus: nil)
+            #expect(answer.message.contains("larger than 4096 bytes (UPSTREAM_MAX_BODY_BYTES)"), "\(answer.message)")
+            #expect(upstream.upstream.requests.count == 1)
+            let next = try await gateway.fetchProducts(["coins_1200"])
+            #expect(next.productIDs == ["coins_1200"])
+        }
+    }
+
+    /// Just under the limit, the same padded answer is read whole.
+    @Test(arguments: [false, true])
+    func anAnswerUnderTheBodyLimitIsRead(chunked: Bool) async throws {
+        try await UpstreamScenario.run(environment: ["UPSTREAM_MAX_BODY_BYTES": "4096"]) { upstream, gateway in
+            upstream.upstream.enqueue(.oversized(bytes: 4000, chunked: chunked))
+            let answer = try await gateway.fetchProducts(["premium_monthly"])
+            #expect(answer.productIDs == ["premium_monthly"], "\(answer.body)")
+        }
+    }
+
     /// The same trickle within the deadline is an ordinary answer (the
     /// chunked body is read whole).
     @Test func aChunkedAnswerWithinTheDeadlineIsRead() async throws {

@@ -35,14 +35,18 @@ final class TestHTTPConnection: @unchecked Sendable {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
         }
         guard result == 0 else {
-            close(fd)
+            // No close here: a class whose init throws after every property
+            // is set still runs its deinit, which closes the descriptor. A
+            // second close here could close whatever another thread opened
+            // under the same number in between (a child's stderr pipe, seen
+            // as a gateway that "never logged its port").
             throw TestHTTPError("connect to port \(port) failed: \(String(cString: strerror(errno)))")
         }
         var timeout = timeval(tv_sec: 20, tv_usec: 0)
         setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
     }
 
-    deinit { close(fd) }
+    deinit { if fd >= 0 { close(fd) } }
 
     /// Sends raw bytes (a request, or garbage).
     func sendRaw(_ bytes: [UInt8]) async throws {
