@@ -70,6 +70,9 @@ struct ServeCommand: AsyncParsableCommand {
     @Option(name: .customLong(ConfigurationVariable.cacheMaxTTLSeconds.flag), help: Self.help(.cacheMaxTTLSeconds, "Cap on how long an upstream answer is reused, in seconds (0: never)."))
     var cacheMaxTTLSeconds: String?
 
+    @Option(name: .customLong(ConfigurationVariable.cacheMaxBytes.flag), help: Self.help(.cacheMaxBytes, "Most bytes the memory cache holds, entries and keys; past it the least used are evicted (0: nothing is kept)."))
+    var cacheMaxBytes: String?
+
     @Option(name: .customLong(ConfigurationVariable.shutdownGraceMS.flag), help: Self.help(.shutdownGraceMS, "Time calls in flight get to finish after SIGTERM or SIGINT, in milliseconds."))
     var shutdownGraceMS: String?
 
@@ -102,6 +105,7 @@ struct ServeCommand: AsyncParsableCommand {
             (.upstreamConcurrency, upstreamConcurrency),
             (.upstreamRetries, upstreamRetries),
             (.cacheMaxTTLSeconds, cacheMaxTTLSeconds),
+            (.cacheMaxBytes, cacheMaxBytes),
             (.shutdownGraceMS, shutdownGraceMS),
             (.logLevel, logLevel),
             (.logFormat, logFormat),
