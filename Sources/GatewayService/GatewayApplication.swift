@@ -76,7 +76,8 @@ public final class GatewayApplication: Sendable {
                 requestTimeout: .milliseconds(configuration.requestTimeoutMS),
                 upstreamMaxIDs: configuration.upstreamMaxIDs,
                 cacheMaxTTLSeconds: configuration.cacheMaxTTLSeconds,
-                regionResolver: RegionResolver(configuredDefault: configuration.defaultCountry, systemLocale: configuration.systemLocale)
+                regionResolver: RegionResolver(configuredDefault: configuration.defaultCountry, systemLocale: configuration.systemLocale),
+                cacheMaxBytes: configuration.cacheMaxBytes
             ),
             source: source,
             metrics: metrics

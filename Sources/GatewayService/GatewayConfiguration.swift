@@ -33,6 +33,8 @@ public struct GatewayConfiguration: Sendable {
     /// `UPSTREAM_MAX_BODY_BYTES`: the largest upstream answer read.
     public var upstreamMaxBodyBytes: Int
     public var cacheMaxTTLSeconds: Int
+    /// Most bytes the memory cache holds (0: nothing is kept).
+    public var cacheMaxBytes: Int
     public var shutdownGraceMS: Int
     public var logLevel: String
     public var logFormat: LogFormat
@@ -88,6 +90,7 @@ public struct GatewayConfiguration: Sendable {
             upstreamRetries: try source.integer(.upstreamRetries, in: 0...10, default: 2),
             upstreamMaxBodyBytes: try source.integer(.upstreamMaxBodyBytes, in: 1024...(1 << 30), default: 8 << 20),
             cacheMaxTTLSeconds: try source.integer(.cacheMaxTTLSeconds, in: 0...86_400, default: 60),
+            cacheMaxBytes: try source.integer(.cacheMaxBytes, in: 0...(1 << 40), default: 33_554_432),
             shutdownGraceMS: try source.integer(.shutdownGraceMS, in: 0...3_600_000, default: 10_000),
             logLevel: try source.choice(.logLevel, ["trace", "debug", "info", "notice", "warning", "error", "critical"], default: "info"),
             logFormat: LogFormat(rawValue: try source.choice(.logFormat, ["json", "text"], default: "json"))!,
@@ -118,6 +121,7 @@ public struct GatewayConfiguration: Sendable {
             ("UPSTREAM_RETRIES", "\(upstreamRetries)"),
             ("UPSTREAM_MAX_BODY_BYTES", "\(upstreamMaxBodyBytes)"),
             ("GATEWAY_CACHE_MAX_TTL_S", "\(cacheMaxTTLSeconds)"),
+            ("GATEWAY_CACHE_MAX_BYTES", "\(cacheMaxBytes)"),
             ("GATEWAY_SHUTDOWN_GRACE_MS", "\(shutdownGraceMS)"),
             ("LOG_LEVEL", logLevel),
             ("LOG_FORMAT", logFormat.rawValue),

@@ -19,6 +19,8 @@ public final class GatewayMetrics: Sendable {
     private let upstreamInflight: Meter
     private let coalesced: CoreMetrics.Counter
     private let cacheHits: CoreMetrics.Counter
+    private let cacheBytes: CoreMetrics.Gauge
+    private let cacheEvictions: CoreMetrics.Counter
     private let upstreamStatus = Mutex<[String: CoreMetrics.Counter]>([:])
     private let process: ProcessMetrics
 
@@ -60,6 +62,9 @@ public final class GatewayMetrics: Sendable {
         upstreamInflight = Meter(label: "gateway_upstream_inflight", factory: factory)
         coalesced = CoreMetrics.Counter(label: "gateway_coalesced_identifiers_total", factory: factory)
         cacheHits = CoreMetrics.Counter(label: "gateway_cache_hits_total", factory: factory)
+        cacheBytes = CoreMetrics.Gauge(label: "gateway_cache_bytes", factory: factory)
+        cacheBytes.record(0)
+        cacheEvictions = CoreMetrics.Counter(label: "gateway_cache_evictions_total", factory: factory)
         process = ProcessMetrics(registry: registry)
     }
 
@@ -86,6 +91,10 @@ public final class GatewayMetrics: Sendable {
     func upstreamEnded() { upstreamInflight.decrement() }
     func recordCoalesced(_ count: Int) { if count > 0 { coalesced.increment(by: count) } }
     func recordCacheHits(_ count: Int) { if count > 0 { cacheHits.increment(by: count) } }
+    /// The bytes the memory cache holds now (an atomic store).
+    func recordCacheBytes(_ bytes: Int) { cacheBytes.record(bytes) }
+    /// Entries evicted to stay within `GATEWAY_CACHE_MAX_BYTES`.
+    func recordCacheEvictions(_ count: Int) { if count > 0 { cacheEvictions.increment(by: count) } }
 
     /// The Prometheus text exposition of every series.
     public func exposition() -> [UInt8] {

@@ -13,14 +13,17 @@ public final class ProductsFetchService: Sendable {
         public var upstreamMaxIDs: Int
         public var cacheMaxTTLSeconds: Int
         public var regionResolver: RegionResolver
+        /// `GATEWAY_CACHE_MAX_BYTES`.
+        public var cacheMaxBytes: Int
 
-        public init(appID: String, limits: FetchProductsLimits, requestTimeout: Duration, upstreamMaxIDs: Int, cacheMaxTTLSeconds: Int, regionResolver: RegionResolver) {
+        public init(appID: String, limits: FetchProductsLimits, requestTimeout: Duration, upstreamMaxIDs: Int, cacheMaxTTLSeconds: Int, regionResolver: RegionResolver, cacheMaxBytes: Int = 33_554_432) {
             self.appID = appID
             self.limits = limits
             self.requestTimeout = requestTimeout
             self.upstreamMaxIDs = upstreamMaxIDs
             self.cacheMaxTTLSeconds = cacheMaxTTLSeconds
             self.regionResolver = regionResolver
+            self.cacheMaxBytes = cacheMaxBytes
         }
     }
 
@@ -34,7 +37,7 @@ public final class ProductsFetchService: Sendable {
     public init(settings: Settings, source: any ProductSource, metrics: GatewayMetrics) {
         self.settings = settings
         self.source = source
-        self.cache = ResponseCache(maxTTLSeconds: settings.cacheMaxTTLSeconds)
+        self.cache = ResponseCache(maxTTLSeconds: settings.cacheMaxTTLSeconds, maxBytes: settings.cacheMaxBytes, metrics: metrics)
         self.metrics = metrics
     }
 

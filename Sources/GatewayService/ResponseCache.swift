@@ -10,6 +10,12 @@ import Synchronization
 /// instead of normalising and encoding the product again; an identifier the
 /// upstream did not know is kept as ``ProductAnswer/unknown`` and answered as
 /// invalid.
+///
+/// The entries are bounded by `GATEWAY_CACHE_MAX_BYTES`: each is charged
+/// ``entryCost(answer:scopeBytes:identifier:)`` and, past the budget, entries
+/// are evicted by SIEVE (``SieveCache``), so identifiers asked once (a scan
+/// of random ids) go before those asked again. An expired entry is dropped
+/// when a lookup finds it; it is not an eviction.
 final class ResponseCache: Sendable {
     /// The scope's hash is computed once per call, not once per identifier:
     /// a lookup then hashes only the identifier, and equality still compares
@@ -32,33 +38,48 @@ final class ResponseCache: Sendable {
     private struct Entry {
         let answer: ProductAnswer
         let expires: ContinuousClock.Instant
-        /// What the entry holds in bytes: the encoded product and the key's
-        /// strings, the unit of the later `GATEWAY_CACHE_MAX_BYTES` bound.
-        let byteCount: Int
     }
 
-    private struct State {
-        var entries: [Key: Entry] = [:]
-        /// The sum of every entry's ``Entry/byteCount``.
-        var byteCount = 0
+    /// What one entry is charged beyond its bytes of text: its node in the
+    /// eviction queue (key with the scope, entry, cost, bit and links), its
+    /// slot in the key index (key and node index, over a table at most 3/4
+    /// full) and the heap header of the encoded product's buffer (32).
+    /// ``measuredEntryOverhead`` adds these up from `MemoryLayout`: 304 bytes
+    /// on 64-bit Linux with Swift 6.3; `entryCostsCoverTheirLayout` keeps
+    /// this constant at or above it.
+    static let entryOverhead = 320
 
-        mutating func remove(_ key: Key) {
-            if let old = entries.removeValue(forKey: key) { byteCount -= old.byteCount }
-        }
+    /// What ``entryOverhead`` stands for, measured on this platform.
+    static var measuredEntryOverhead: Int {
+        let indexSlot = MemoryLayout<Key>.stride + MemoryLayout<Int>.stride
+        return SieveCache<Key, Entry>.nodeStride + (indexSlot * 4 + 2) / 3 + 32
+    }
 
-        mutating func insert(_ entry: Entry, for key: Key) {
-            if let old = entries.updateValue(entry, forKey: key) { byteCount -= old.byteCount }
-            byteCount += entry.byteCount
-        }
+    /// The bytes one entry is charged against `GATEWAY_CACHE_MAX_BYTES`:
+    /// the encoded product (0 for an unknown identifier), the key's strings
+    /// and ``entryOverhead``.
+    static func entryCost(answer: ProductAnswer, scopeBytes: Int, identifier: String) -> Int {
+        (answer.product?.bytes.count ?? 0) + scopeBytes + identifier.utf8.count + entryOverhead
     }
 
     private let maxTTLSeconds: Int
-    private let capacity: Int
-    private let state = Mutex(State())
+    private let maxBytes: Int
+    private let metrics: GatewayMetrics?
+    private let state: Mutex<SieveCache<Key, Entry>>
 
-    init(maxTTLSeconds: Int, capacity: Int = 100_000) {
+    /// - Parameters:
+    ///   - maxBytes: `GATEWAY_CACHE_MAX_BYTES`, the most the entries' costs
+    ///     (``entryCost(answer:scopeBytes:identifier:)``) add up to; 0 keeps
+    ///     nothing.
+    ///   - metrics: told the bytes held after every change
+    ///     (`gateway_cache_bytes`, set under the lock so the last value
+    ///     written is the current one) and the entries evicted
+    ///     (`gateway_cache_evictions_total`, counted after the lock).
+    init(maxTTLSeconds: Int, maxBytes: Int = 33_554_432, metrics: GatewayMetrics? = nil) {
         self.maxTTLSeconds = maxTTLSeconds
-        self.capacity = capacity
+        self.maxBytes = maxBytes
+        self.metrics = metrics
+        self.state = Mutex(SieveCache(budget: maxBytes))
     }
 
     /// Fills `answers[i]` with the fresh entry for `identifiers[i]` where
@@ -68,21 +89,24 @@ final class ResponseCache: Sendable {
     /// - Precondition: `answers` has one slot per identifier.
     func lookup(scope: FetchScope, identifiers: [String], now: ContinuousClock.Instant, into answers: inout [ProductAnswer?]) -> Int {
         precondition(answers.count == identifiers.count, "one slot per identifier")
-        guard maxTTLSeconds > 0 else { return 0 }
+        guard maxTTLSeconds > 0, maxBytes > 0 else { return 0 }
         let scopeHash = scope.hashValue
         return state.withLock { state in
-            guard !state.entries.isEmpty else { return 0 }
+            guard !state.isEmpty else { return 0 }
             var hits = 0
+            var expired = false
             for (index, identifier) in identifiers.enumerated() where answers[index] == nil {
                 let key = Key(scope: scope, scopeHash: scopeHash, identifier: identifier)
-                guard let entry = state.entries[key] else { continue }
+                guard let entry = state.value(forKey: key) else { continue }
                 if entry.expires > now {
                     answers[index] = entry.answer
                     hits += 1
                 } else {
-                    state.remove(key)
+                    state.removeValue(forKey: key)
+                    expired = true
                 }
             }
+            if expired { metrics?.recordCacheBytes(state.totalCost) }
             return hits
         }
     }
@@ -91,27 +115,31 @@ final class ResponseCache: Sendable {
     /// encoded product for each identifier it holds, ``ProductAnswer/unknown`` for
     /// the others.
     func store(_ page: SourcePage, scope: FetchScope, identifiers: [String], now: ContinuousClock.Instant) {
-        guard let maxAge = page.maxAgeSeconds, maxAge > 0, maxTTLSeconds > 0 else { return }
+        guard let maxAge = page.maxAgeSeconds, maxAge > 0, maxTTLSeconds > 0, maxBytes > 0 else { return }
         let expires = now + .seconds(min(maxAge, maxTTLSeconds))
         let scopeHash = scope.hashValue
         let scopeBytes = scope.appID.utf8.count + scope.country.text.utf8.count + (scope.language?.text.utf8.count ?? 0)
-        state.withLock { state in
-            if state.entries.count + identifiers.count > capacity {
-                state.entries = state.entries.filter { $0.value.expires > now }
-                state.byteCount = state.entries.values.reduce(0) { $0 + $1.byteCount }
-                if state.entries.count + identifiers.count > capacity { state = State() }
-            }
+        let evicted = state.withLock { state in
+            var evicted = 0
             for identifier in identifiers {
                 let answer = page.encodedProducts[identifier].map(ProductAnswer.product) ?? .unknown
-                let byteCount = (answer.product?.bytes.count ?? 0) + scopeBytes + identifier.utf8.count
+                let cost = Self.entryCost(answer: answer, scopeBytes: scopeBytes, identifier: identifier)
                 let key = Key(scope: scope, scopeHash: scopeHash, identifier: identifier)
-                state.insert(Entry(answer: answer, expires: expires, byteCount: byteCount), for: key)
+                state.insert(Entry(answer: answer, expires: expires), forKey: key, cost: cost) { _, _ in evicted += 1 }
             }
+            metrics?.recordCacheBytes(state.totalCost)
+            return evicted
         }
+        metrics?.recordCacheEvictions(evicted)
     }
 
-    /// The bytes every entry holds (see ``Entry/byteCount``).
+    /// What the entries cost together (see ``entryCost(answer:scopeBytes:identifier:)``).
     var byteCount: Int {
-        state.withLock { $0.byteCount }
+        state.withLock { $0.totalCost }
+    }
+
+    /// How many entries are kept.
+    var count: Int {
+        state.withLock { $0.count }
     }
 }

@@ -73,6 +73,9 @@ struct ServeCommand: AsyncParsableCommand {
     @Option(name: .customLong(ConfigurationVariable.cacheMaxTTLSeconds.flag), help: Self.help(.cacheMaxTTLSeconds, "Cap on how long an upstream answer is reused, in seconds (0: never)."))
     var cacheMaxTTLSeconds: String?
 
+    @Option(name: .customLong(ConfigurationVariable.cacheMaxBytes.flag), help: Self.help(.cacheMaxBytes, "Most bytes the memory cache holds, entries and keys; past it the least used are evicted (0: nothing is kept)."))
+    var cacheMaxBytes: String?
+
     @Option(name: .customLong(ConfigurationVariable.shutdownGraceMS.flag), help: Self.help(.shutdownGraceMS, "Time calls in flight get to finish after SIGTERM or SIGINT, in milliseconds."))
     var shutdownGraceMS: String?
 
@@ -106,6 +109,7 @@ struct ServeCommand: AsyncParsableCommand {
             (.upstreamRetries, upstreamRetries),
             (.upstreamMaxBodyBytes, upstreamMaxBodyBytes),
             (.cacheMaxTTLSeconds, cacheMaxTTLSeconds),
+            (.cacheMaxBytes, cacheMaxBytes),
             (.shutdownGraceMS, shutdownGraceMS),
             (.logLevel, logLevel),
             (.logFormat, logFormat),

@@ -98,8 +98,10 @@ struct AnswerBytesTests {
         let now = ContinuousClock.now
         cache.store(page, scope: Self.scope, identifiers: ["coins_100", "gone"], now: now)
         let productBytes = page.encodedProducts["coins_100"]!.bytes.count
-        // "demo" + "DE" + "de" for the scope, then the identifier.
-        #expect(cache.byteCount == (productBytes + 8 + 9) + (8 + 4))
+        // "demo" + "DE" + "de" for the scope, then the identifier, then the
+        // fixed overhead of each entry.
+        let overhead = ResponseCache.entryOverhead
+        #expect(cache.byteCount == (productBytes + 8 + 9 + overhead) + (8 + 4 + overhead))
 
         var answers: [ProductAnswer?] = [nil, nil, nil]
         #expect(cache.lookup(scope: Self.scope, identifiers: ["gone", "coins_100", "other"], now: now, into: &answers) == 2)
@@ -112,7 +114,7 @@ struct AnswerBytesTests {
 
         // Storing the same identifiers again replaces, not adds.
         cache.store(page, scope: Self.scope, identifiers: ["coins_100", "gone"], now: now)
-        #expect(cache.byteCount == (productBytes + 8 + 9) + (8 + 4))
+        #expect(cache.byteCount == (productBytes + 8 + 9 + overhead) + (8 + 4 + overhead))
 
         // Expired entries are dropped, with their bytes.
         var later: [ProductAnswer?] = [nil, nil]
@@ -141,5 +143,53 @@ struct AnswerBytesTests {
             #expect(cache.lookup(scope: Self.scope, identifiers: ["coins_100"], now: .now, into: &answers) == 0)
             #expect(cache.byteCount == 0)
         }
+    }
+
+    @Test func entryCostsCoverTheirLayout() {
+        #expect(ResponseCache.entryOverhead >= ResponseCache.measuredEntryOverhead)
+        // Not far above it either: the budget should mean what it says.
+        #expect(ResponseCache.entryOverhead <= ResponseCache.measuredEntryOverhead + 64)
+    }
+
+    /// The byte budget bounds the entries; hit entries outlive a scan of
+    /// identifiers asked once; the gauge and the eviction counter follow.
+    @Test func theCacheStaysWithinItsByteBudget() {
+        let scopeBytes = 8
+        // Unknown identifiers of 8 bytes each: the same cost for every one.
+        let cost = ResponseCache.entryOverhead + scopeBytes + 8
+        let metrics = GatewayMetrics()
+        let cache = ResponseCache(maxTTLSeconds: 60, maxBytes: 4 * cost + cost / 2, metrics: metrics)
+        let now = ContinuousClock.now
+        func store(_ ids: [String]) {
+            let page = SourcePage(page: Catalog.sample.page(ids: ids, country: Self.scope.country, language: Self.scope.language), maxAgeSeconds: 30)
+            cache.store(page, scope: Self.scope, identifiers: ids, now: now)
+        }
+        func hits(_ ids: [String]) -> Int {
+            var answers = [ProductAnswer?](repeating: nil, count: ids.count)
+            return cache.lookup(scope: Self.scope, identifiers: ids, now: now, into: &answers)
+        }
+        store(["hot_0000"])
+        #expect(hits(["hot_0000"]) == 1)
+        for number in 0 ..< 10 {
+            store([String(format: "scan%04d", number)])
+            #expect(cache.byteCount <= 4 * cost + cost / 2)
+        }
+        #expect(cache.count == 4)
+        #expect(cache.byteCount == 4 * cost)
+        // The hit entry and the newest three of the scan.
+        #expect(hits(["hot_0000"]) == 1)
+        #expect(hits(["scan0009", "scan0008", "scan0007", "scan0006", "scan0000"]) == 3)
+        let text = String(decoding: metrics.exposition(), as: UTF8.self)
+        #expect(text.contains("gateway_cache_evictions_total 7\n"))
+        #expect(text.contains("gateway_cache_bytes \(4 * cost)\n") || text.contains("gateway_cache_bytes \(4 * cost).0\n"))
+
+        // An entry larger than the budget is not kept; 0 keeps nothing.
+        let tiny = ResponseCache(maxTTLSeconds: 60, maxBytes: cost - 1)
+        let page = SourcePage(page: Catalog.sample.page(ids: ["hot_0000"], country: Self.scope.country, language: Self.scope.language), maxAgeSeconds: 30)
+        tiny.store(page, scope: Self.scope, identifiers: ["hot_0000"], now: now)
+        #expect(tiny.count == 0)
+        let off = ResponseCache(maxTTLSeconds: 60, maxBytes: 0)
+        off.store(page, scope: Self.scope, identifiers: ["hot_0000"], now: now)
+        #expect(off.count == 0)
     }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import Logging
 @testable import GatewayService
 import Logging
 import ProductsDomain
@@ -52,6 +53,7 @@ struct GatewayConfigurationTests {
         #expect(configuration.upstreamRetries == 2)
         #expect(configuration.upstreamMaxBodyBytes == 8_388_608)
         #expect(configuration.cacheMaxTTLSeconds == 60)
+        #expect(configuration.cacheMaxBytes == 33_554_432)
         #expect(configuration.shutdownGraceMS == 10_000)
         #expect(configuration.logLevel == "info")
         #expect(configuration.logFormat == .json)
@@ -82,6 +84,7 @@ struct GatewayConfigurationTests {
             "UPSTREAM_CONCURRENCY": "4",
             "UPSTREAM_RETRIES": "0",
             "GATEWAY_CACHE_MAX_TTL_S": "0",
+            "GATEWAY_CACHE_MAX_BYTES": "1048576",
             "GATEWAY_SHUTDOWN_GRACE_MS": "0",
             "LOG_LEVEL": "DEBUG",
             "LOG_FORMAT": "text",
@@ -100,6 +103,7 @@ struct GatewayConfigurationTests {
         #expect(configuration.upstreamConcurrency == 4)
         #expect(configuration.upstreamRetries == 0)
         #expect(configuration.cacheMaxTTLSeconds == 0)
+        #expect(configuration.cacheMaxBytes == 1_048_576)
         #expect(configuration.shutdownGraceMS == 0)
         #expect(configuration.logLevel == "debug")
         #expect(configuration.logFormat == .text)
@@ -113,6 +117,8 @@ struct GatewayConfigurationTests {
         #expect(configuration.maxIdentifiers == 7)
         #expect(configuration.upstreamRetries == 2)
         #expect(configuration.logFormat == .json)
+        #expect(try GatewayConfiguration.load(environment: [:], overrides: [.cacheMaxBytes: "0"]).cacheMaxBytes == 0)
+        #expect(Self.error([:], overrides: [.cacheMaxBytes: "-1"])?.variable == "GATEWAY_CACHE_MAX_BYTES")
         // A bad flag is reported under its variable too.
         #expect(Self.error([:], overrides: [.maxIDs: "abc"])?.variable == "GATEWAY_MAX_IDS")
     }
@@ -134,6 +140,9 @@ struct GatewayConfigurationTests {
         ("UPSTREAM_MAX_BODY_BYTES", "0"),
         ("UPSTREAM_MAX_BODY_BYTES", "8MB"),
         ("GATEWAY_CACHE_MAX_TTL_S", "-5"),
+        ("GATEWAY_CACHE_MAX_BYTES", "-1"),
+        ("GATEWAY_CACHE_MAX_BYTES", "32MiB"),
+        ("GATEWAY_CACHE_MAX_BYTES", "1.5"),
         ("GATEWAY_SHUTDOWN_GRACE_MS", "abc"),
         ("LOG_LEVEL", "verbose"),
         ("LOG_FORMAT", "xml"),

@@ -1,4 +1,5 @@
 import Foundation
+@testable import GatewayService
 import Testing
 
 /// Answers kept for `Cache-Control: max-age=N` capped by
@@ -104,6 +105,58 @@ struct CacheTests {
             #expect(upstream.upstream.requests.count == 4)
             #expect(first[2].result?["products"]?[0]?["localizedDescription"] == "Alle Funktionen, monatlich abgerechnet")
             #expect(first[1].result?["region"]?["countryCode"] == "FR")
+        }
+    }
+
+    /// `GATEWAY_CACHE_MAX_BYTES` bounds the entries: each unknown identifier
+    /// here costs the same (the fixed overhead, "demo", "DE" and 11 bytes of
+    /// identifier), the budget holds four, and SIEVE keeps the identifier
+    /// asked again through a scan of identifiers asked once.
+    @Test func theCacheStaysWithinItsByteBudgetAndKeepsWhatIsAskedAgain() async throws {
+        let cost = ResponseCache.entryOverhead + "demo".utf8.count + "DE".utf8.count + "unknown_000".utf8.count
+        let budget = 4 * cost + cost / 2
+        try await UpstreamScenario.run(environment: ["GATEWAY_CACHE_MAX_BYTES": "\(budget)"]) { upstream, gateway in
+            upstream.upstream.setCacheControl("max-age=60")
+            let hot = "unknown_hot"
+            _ = try await gateway.fetchProducts([hot])
+            #expect(try await gateway.fetchProducts([hot]).invalidIDs == [hot])
+            #expect(upstream.upstream.requests.count == 1)
+
+            // Ten identifiers asked once: seven entries go (the hit one
+            // stays), the cache holds four.
+            let scan = UpstreamScenario.unknownIDs(10)
+            for id in scan {
+                #expect(try await gateway.fetchProducts([id]).invalidIDs == [id])
+                #expect(try await gateway.metricValue("gateway_cache_bytes") ?? .infinity <= Double(budget))
+            }
+            #expect(upstream.upstream.requests.count == 11)
+            #expect(try await gateway.metricValue("gateway_cache_evictions_total") == 7)
+            #expect(try await gateway.metricValue("gateway_cache_bytes") == Double(4 * cost))
+
+            // Still in memory: the hit identifier and the scan's newest three.
+            #expect(try await gateway.fetchProducts([hot]).invalidIDs == [hot])
+            #expect(try await gateway.fetchProducts(Array(scan.suffix(3))).invalidIDs == Array(scan.suffix(3)))
+            #expect(upstream.upstream.requests.count == 11)
+            #expect(try await gateway.metricValue("gateway_cache_hits_total") == 5)
+
+            // An evicted identifier is fetched again, and evicts another.
+            #expect(try await gateway.fetchProducts([scan[0]]).invalidIDs == [scan[0]])
+            #expect(upstream.upstream.requests.count == 12)
+            #expect(upstream.upstream.requests.last?.identifiers == [scan[0]])
+            #expect(try await gateway.metricValue("gateway_cache_evictions_total") == 8)
+            #expect(try await gateway.metricValue("gateway_cache_bytes") == Double(4 * cost))
+        }
+    }
+
+    @Test func aZeroByteBudgetKeepsNothing() async throws {
+        try await UpstreamScenario.run(environment: ["GATEWAY_CACHE_MAX_BYTES": "0"]) { upstream, gateway in
+            upstream.upstream.setCacheControl("max-age=30")
+            _ = try await gateway.fetchProducts(Self.ids)
+            _ = try await gateway.fetchProducts(Self.ids)
+            #expect(upstream.upstream.requests.count == 2)
+            #expect(try await gateway.metricValue("gateway_cache_hits_total") ?? 0 == 0)
+            #expect(try await gateway.metricValue("gateway_cache_bytes") == 0)
+            #expect(try await gateway.metricValue("gateway_cache_evictions_total") == 0)
         }
     }
 }

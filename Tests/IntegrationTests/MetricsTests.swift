@@ -99,6 +99,10 @@ import Testing
             "gateway_upstream_inflight 0.0",
             "gateway_coalesced_identifiers_total 0",
             "gateway_cache_hits_total 0",
+            "# TYPE gateway_cache_bytes gauge",
+            "gateway_cache_bytes 0.0",
+            "# TYPE gateway_cache_evictions_total counter",
+            "gateway_cache_evictions_total 0",
         ] where !lines.contains(line) {
             Issue.record("missing: \(line)")
         }
