@@ -1,7 +1,6 @@
 import Foundation
 import Logging
 @testable import GatewayService
-import Logging
 import ProductsDomain
 import Testing
 
