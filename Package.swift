@@ -48,10 +48,16 @@ let package = Package(
             dependencies: ["CLibevent", "COpenSSL"]
         ),
 
+        // MARK: HTTP/1.1 framing (RFC 9112): pure, no I/O.
+        .target(name: "HTTPFraming", swiftSettings: strictSwift),
+
         // MARK: The one Swift layer that talks to C.
         .target(
             name: "EventTransport",
-            dependencies: ["CLibevent", "COpenSSL", "CGatewayShims"],
+            dependencies: [
+                "CLibevent", "COpenSSL", "CGatewayShims", "HTTPFraming",
+                .product(name: "Logging", package: "swift-log"),
+            ],
             swiftSettings: strictSwift
         ),
 
@@ -104,7 +110,8 @@ let package = Package(
         ),
 
         // MARK: Tests.
-        .testTarget(name: "EventTransportTests", dependencies: ["EventTransport"], swiftSettings: testSwift),
+        .testTarget(name: "EventTransportTests", dependencies: ["EventTransport", "HTTPFraming"], swiftSettings: testSwift),
+        .testTarget(name: "HTTPFramingTests", dependencies: ["HTTPFraming"], swiftSettings: testSwift),
         .testTarget(name: "JSONRPCTests", dependencies: ["JSONRPC"], swiftSettings: testSwift),
         .testTarget(name: "ProductsDomainTests", dependencies: ["ProductsDomain", "JSONRPC"], swiftSettings: testSwift),
         .testTarget(name: "ServiceDescriptionTests", dependencies: ["ServiceDescription", "JSONRPC"], swiftSettings: testSwift),

@@ -1,3 +1,4 @@
+#define _GNU_SOURCE
 #include "CGatewayShims.h"
 
 #include <sys/queue.h>
@@ -11,6 +12,8 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <sys/resource.h>
+#include <sys/uio.h>
 #include <sys/socket.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -143,4 +146,53 @@ int gw_eventfd_signal(int fd) {
 void gw_eventfd_drain(int fd) {
     uint64_t value;
     while (read(fd, &value, sizeof(value)) > 0) { }
+}
+
+int gw_accept(int listen_fd) {
+    int fd = accept4(listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+    if (fd < 0) return -errno;
+    int one = 1;
+    (void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+    return fd;
+}
+
+long gw_read(int fd, void *buffer, size_t length) {
+    ssize_t n;
+    do { n = read(fd, buffer, length); } while (n < 0 && errno == EINTR);
+    return n < 0 ? -errno : (long)n;
+}
+
+long gw_write2(int fd, const void *first, size_t first_length, const void *second, size_t second_length) {
+    struct iovec parts[2] = {
+        { .iov_base = (void *)first, .iov_len = first_length },
+        { .iov_base = (void *)second, .iov_len = second_length },
+    };
+    struct msghdr message = { 0 };
+    message.msg_iov = parts;
+    message.msg_iovlen = second_length > 0 ? 2 : 1;
+    ssize_t n;
+    do { n = sendmsg(fd, &message, MSG_NOSIGNAL); } while (n < 0 && errno == EINTR);
+    return n < 0 ? -errno : (long)n;
+}
+
+int gw_shutdown_write(int fd) {
+    return shutdown(fd, SHUT_WR) < 0 ? -errno : 0;
+}
+
+int gw_raise_open_file_limit(long wanted, long *soft_after) {
+    struct rlimit limit;
+    if (getrlimit(RLIMIT_NOFILE, &limit) < 0) return -errno;
+    if (limit.rlim_cur == RLIM_INFINITY || (long)limit.rlim_cur >= wanted) {
+        *soft_after = limit.rlim_cur == RLIM_INFINITY ? wanted : (long)limit.rlim_cur;
+        return 0;
+    }
+    rlim_t target = (rlim_t)wanted;
+    if (limit.rlim_max != RLIM_INFINITY && target > limit.rlim_max) target = limit.rlim_max;
+    struct rlimit raised = { .rlim_cur = target, .rlim_max = limit.rlim_max };
+    if (setrlimit(RLIMIT_NOFILE, &raised) < 0) {
+        *soft_after = (long)limit.rlim_cur;
+        return -errno;
+    }
+    *soft_after = (long)target;
+    return 0;
 }

@@ -1,4 +1,6 @@
-/// A request as the HTTP server received it, copied out of libevent.
+@_exported import HTTPFraming
+
+/// A request as the HTTP server received it.
 public struct HTTPServerRequest: Sendable {
     /// `GET`, `POST`, ... (upper case).
     public let method: String
@@ -13,6 +15,15 @@ public struct HTTPServerRequest: Sendable {
     /// The loop that accepted the request and will write its answer: the
     /// executor to run its work on (`Task(executorPreference:)`).
     public let loop: EventLoop?
+
+    init(head: HTTPRequestHead, body: [UInt8], loop: EventLoop) {
+        self.method = head.method
+        self.uri = head.target
+        self.path = String(head.path)
+        self.headers = head.headers
+        self.body = body
+        self.loop = loop
+    }
 
     public init(method: String, uri: String, headers: HTTPHeaders, body: [UInt8], loop: EventLoop? = nil) {
         self.loop = loop

@@ -1,5 +1,6 @@
 import CGatewayShims
 import CLibevent
+import HTTPFraming
 import COpenSSL
 import Foundation
 import Synchronization

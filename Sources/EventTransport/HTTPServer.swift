@@ -1,28 +1,49 @@
 import CGatewayShims
 import CLibevent
-import Foundation
+import Glibc
+import HTTPFraming
+import Logging
 import Synchronization
 
-/// Handles one request. Called on the loop thread that accepted it; it must
-/// not block, and it answers exactly once through the responder, from any
-/// thread.
-public typealias HTTPRequestHandler = @Sendable (HTTPServerRequest, HTTPResponder) -> Void
+/// Handles one request, on the loop thread that accepted it. It must not
+/// block; it answers through the responder, which it must consume (send
+/// now, or `send(after:)` for work that awaits).
+public typealias HTTPRequestHandler = @Sendable (HTTPServerRequest, consuming HTTPResponder) -> Void
 
-/// An evhttp server spread over every loop of a group: each loop has its own
-/// `evhttp` and its own `SO_REUSEPORT` listener on the same port, so the
-/// kernel spreads connections and no request ever crosses loops.
+/// The gateway's HTTP/1.1 front: strict framing (``HTTPRequestParser``),
+/// per-connection deadlines, and a cap on connections.
+///
+/// Spread over every loop of a group: each loop has its own `SO_REUSEPORT`
+/// listener on the same port, so the kernel spreads connections, and a
+/// connection, its requests and their answers never leave their loop.
+/// Sockets are plain: libevent provides the readiness events and timers,
+/// this type the HTTP.
 public final class HTTPServer: Sendable {
+    let configuration: HTTPServerConfiguration
+    let handler: HTTPRequestHandler
+    let logger: Logger
     private let group: EventLoopGroup
-    private let configuration: HTTPServerConfiguration
-    private let handler: HTTPRequestHandler
-    private let instances = Mutex<[LoopHTTPServer]>([])
+    private let fronts = Mutex<[LoopHTTPFront]>([])
     private let draining = Atomic<Bool>(false)
+    private let open = Atomic<Int>(0)
+    private let rejected = Atomic<Int>(0)
 
-    public init(group: EventLoopGroup, configuration: HTTPServerConfiguration, handler: @escaping HTTPRequestHandler) {
+    public init(group: EventLoopGroup, configuration: HTTPServerConfiguration, logger: Logger, handler: @escaping HTTPRequestHandler) {
         self.group = group
         self.configuration = configuration
+        self.logger = logger
         self.handler = handler
     }
+
+    /// Client connections open now (`gateway_connections_open`).
+    public var openConnections: Int { open.load(ordering: .relaxed) }
+
+    /// Connections closed at once because the cap was reached
+    /// (`gateway_connections_rejected_total`).
+    public var rejectedConnections: Int { rejected.load(ordering: .relaxed) }
+
+    /// True once ``beginDraining()`` was called.
+    public var isDraining: Bool { draining.load(ordering: .relaxed) }
 
     /// Binds and starts serving on every loop; returns the bound port (the
     /// real one when the configuration asked for port 0). Call from a thread
@@ -42,19 +63,19 @@ public final class HTTPServer: Sendable {
                 if port == 0 { port = Int(gw_socket_local_port(fd)) }
             }
         } catch {
-            fds.forEach { close($0) }
+            fds.forEach { _ = Glibc.close($0) }
             throw error
         }
-        var started: [LoopHTTPServer] = []
+        var started: [LoopHTTPFront] = []
         var failure: TransportError?
         for (loop, fd) in zip(group.loops, fds) {
-            let instance = LoopHTTPServer(loop: loop, configuration: configuration, handler: handler, draining: self)
+            let front = LoopHTTPFront(loop: loop, server: self)
             let result: Result<Void, TransportError> = loop.submitAndWait {
-                Result { () throws(TransportError) in try instance.start(listening: fd) }
+                Result { () throws(TransportError) in try front.start(listening: fd) }
             }
-            if case .failure(let error) = result { failure = error; close(fd) } else { started.append(instance) }
+            if case .failure(let error) = result { failure = error; _ = Glibc.close(fd) } else { started.append(front) }
         }
-        instances.withLock { $0 = started }
+        fronts.withLock { $0 = started }
         if let failure {
             stop()
             throw failure
@@ -62,30 +83,39 @@ public final class HTTPServer: Sendable {
         return port
     }
 
-    /// True once ``beginDraining()`` was called.
-    public var isDraining: Bool { draining.load(ordering: .relaxed) }
-
-    /// Stops taking new connections (the listeners close) and marks every
-    /// later response `Connection: close`, so keep-alive clients move on.
-    /// Requests in flight still get their answers.
+    /// Stops taking connections (the listeners close), closes connections
+    /// that have no request in progress, and marks every later answer
+    /// `Connection: close`. Requests in flight still get their answers.
     public func beginDraining() {
         draining.store(true, ordering: .relaxed)
-        for instance in instances.withLock({ $0 }) {
-            instance.loop.submitAndWait { instance.closeListener() }
+        for front in fronts.withLock({ $0 }) {
+            front.loop.submitAndWait { front.drain() }
         }
     }
 
-    /// Frees every evhttp (closing all connections). Call after draining,
-    /// from a thread that is not one of the loops.
+    /// Closes the listeners and every connection. Call after draining, from
+    /// a thread that is not one of the loops.
     public func stop() {
-        let all = instances.withLock { current -> [LoopHTTPServer] in
+        let all = fronts.withLock { current -> [LoopHTTPFront] in
             let taken = current
             current = []
             return taken
         }
-        for instance in all {
-            instance.loop.submitAndWait { instance.free() }
+        for front in all {
+            front.loop.submitAndWait { front.stop() }
         }
+    }
+
+    /// Counts a new connection against the cap; false when it is full.
+    func admitConnection() -> Bool {
+        if open.add(1, ordering: .relaxed).newValue <= configuration.maxConnections { return true }
+        open.subtract(1, ordering: .relaxed)
+        rejected.add(1, ordering: .relaxed)
+        return false
+    }
+
+    func connectionClosed() {
+        open.subtract(1, ordering: .relaxed)
     }
 
     private static func requireAvailable(host: String, port: Int) throws(TransportError) {
@@ -105,262 +135,185 @@ public final class HTTPServer: Sendable {
     }
 }
 
-extension HTTPServer: DrainingFlag {}
-
-protocol DrainingFlag: AnyObject, Sendable {
-    var isDraining: Bool { get }
-}
-
-/// The part of an ``HTTPServer`` that lives on one loop. Loop-bound: every
-/// method runs on `loop`.
-final class LoopHTTPServer: @unchecked Sendable {
-    // @unchecked: `http` and `boundSocket` are touched only on `loop`.
+/// The part of an ``HTTPServer`` on one loop: its listener, its
+/// connections, and the buffers they share. Loop-bound.
+final class LoopHTTPFront: @unchecked Sendable {
+    // @unchecked: every mutable field is touched only on `loop`.
     let loop: EventLoop
-    private let configuration: HTTPServerConfiguration
-    private let handler: HTTPRequestHandler
-    private unowned let drainingFlag: any DrainingFlag
-    private var http: OpaquePointer?
-    private var boundSocket: OpaquePointer?
+    unowned let server: HTTPServer
+    let configuration: HTTPServerConfiguration
+    /// Every connection of this loop reads into this one buffer: a
+    /// connection holds only what it has not finished parsing.
+    let readBuffer: UnsafeMutableRawBufferPointer
+    private var headBuffer: [UInt8] = []
+    private var listenerFD: Int32 = -1
+    private var listenerEvent: OpaquePointer?
+    private var resumeTimer: LoopTimer?
+    private var connections: [ObjectIdentifier: HTTPConnection] = [:]
+    private var dateSecond = -1
+    private var dateBytes: [UInt8] = []
+    private var acceptWarnings = RateLimitedLog(interval: .seconds(10))
 
-    init(loop: EventLoop, configuration: HTTPServerConfiguration, handler: @escaping HTTPRequestHandler, draining: any DrainingFlag) {
+    /// Pause of the listener when the process is out of descriptors.
+    static let acceptPause = Duration.milliseconds(100)
+
+    init(loop: EventLoop, server: HTTPServer) {
         self.loop = loop
-        self.configuration = configuration
-        self.handler = handler
-        self.drainingFlag = draining
+        self.server = server
+        self.configuration = server.configuration
+        self.readBuffer = .allocate(byteCount: 65536, alignment: 16)
+        headBuffer.reserveCapacity(512)
+    }
+
+    deinit {
+        readBuffer.deallocate()
     }
 
     func start(listening fd: Int32) throws(TransportError) {
         loop.preconditionInEventLoop()
-        let http = try Libevent.check(evhttp_new(loop.base), "evhttp_new")
-        self.http = http
-        // evhttp's defaults are unlimited sizes, no timeouts and every
-        // method refused but five; set them all.
-        evhttp_set_max_body_size(http, Int(configuration.maxBodyBytes))
-        evhttp_set_max_headers_size(http, Int(configuration.maxHeaderBytes))
-        var timeout = timeval(tv_sec: configuration.timeoutSeconds, tv_usec: 0)
-        evhttp_set_timeout_tv(http, &timeout)
-        evhttp_set_default_content_type(http, "application/json")
-        let everyMethod = EVHTTP_REQ_GET.rawValue | EVHTTP_REQ_POST.rawValue | EVHTTP_REQ_HEAD.rawValue
-            | EVHTTP_REQ_PUT.rawValue | EVHTTP_REQ_DELETE.rawValue | EVHTTP_REQ_OPTIONS.rawValue
-            | EVHTTP_REQ_TRACE.rawValue | EVHTTP_REQ_CONNECT.rawValue | EVHTTP_REQ_PATCH.rawValue
-        evhttp_set_allowed_methods(http, UInt16(everyMethod))
+        listenerFD = fd
         let context = Unmanaged.passUnretained(self).toOpaque()
-        evhttp_set_gencb(http, httpServerRequestCallback, context)
-        if let tls = configuration.tls {
-            evhttp_set_bevcb(http, httpServerTLSBuffereventCallback, Unmanaged.passUnretained(tls).toOpaque())
+        listenerEvent = try Libevent.check(event_new(loop.base, fd, Int16(EV_READ | EV_PERSIST), listenerReadable, context), "event_new")
+        try Libevent.check(event_add(listenerEvent, nil), "event_add")
+    }
+
+    fileprivate func acceptReady() {
+        // A bounded batch per wake-up keeps one loop from starving its
+        // connections under a connection storm.
+        for _ in 0..<64 {
+            let fd = gw_accept(listenerFD)
+            if fd >= 0 {
+                admit(fd)
+                continue
+            }
+            switch -fd {
+            case EAGAIN, EWOULDBLOCK:
+                return
+            case EINTR, ECONNABORTED, EPROTO:
+                continue
+            case EMFILE, ENFILE, ENOBUFS, ENOMEM:
+                // The pending connection stays in the backlog; retrying at
+                // once would spin. Pause, as nginx does.
+                pauseAccepting(errno: -fd)
+                return
+            default:
+                warnAccept("accept failed: \(String(cString: strerror(-fd)))")
+                return
+            }
         }
-        boundSocket = try Libevent.check(evhttp_accept_socket_with_handle(http, fd), "evhttp_accept_socket_with_handle")
     }
 
-    func closeListener() {
-        loop.preconditionInEventLoop()
-        if let http, let boundSocket { evhttp_del_accept_socket(http, boundSocket) }
-        boundSocket = nil
-    }
-
-    func free() {
-        loop.preconditionInEventLoop()
-        closeListener()
-        if let http { evhttp_free(http) }
-        http = nil
-    }
-
-    fileprivate func handle(_ request: OpaquePointer) {
-        if configuration.tls != nil, let connection = evhttp_request_get_connection(request),
-           let bev = evhttp_connection_get_bufferevent(connection) {
-            // Set per request (the fd is not known when the TLS bufferevent
-            // is made); cheap, and in place before the answer is written.
-            _ = gw_socket_set_nodelay(bufferevent_getfd(bev))
-        }
-        let command = evhttp_request_get_command(request)
-        let uri = evhttp_request_get_uri(request).map { String(cString: $0) } ?? "/"
-        let message = HTTPServerRequest(
-            method: LibeventConversions.methodName(command),
-            uri: uri,
-            headers: LibeventConversions.headers(evhttp_request_get_input_headers(request)),
-            body: LibeventConversions.bytes(of: evhttp_request_get_input_buffer(request)),
-            loop: loop
-        )
-        if (command == EVHTTP_REQ_HEAD || command == EVHTTP_REQ_TRACE),
-           message.headers["Content-Length"].map({ $0 != "0" }) ?? (message.headers["Transfer-Encoding"] != nil) {
-            // libevent 2.1 does not read a body sent with HEAD or TRACE: on a
-            // kept-alive connection those bytes would be parsed as the next
-            // request (a desync). Close the connection after this answer.
-            _ = evhttp_add_header(evhttp_request_get_output_headers(request), "Connection", "close")
-        }
-        let responder = HTTPResponder(request: request, server: self)
-        handler(message, responder)
-    }
-
-    /// Writes the response; on the loop thread only.
-    func send(_ response: HTTPResponse, to request: OpaquePointer) {
-        loop.preconditionInEventLoop()
-        // After free() evhttp has released its connections and their
-        // requests; an answer that comes later has nobody to go to.
-        guard http != nil else { return }
-        var headers = response.headers
-        if drainingFlag.isDraining { headers.replace("Connection", "close") }
-        LibeventConversions.add(headers, to: evhttp_request_get_output_headers(request))
-        guard let body = evbuffer_new() else {
-            evhttp_send_error(request, 500, nil)
+    private func admit(_ fd: Int32) {
+        guard server.admitConnection() else {
+            Self.rejectionBytes.withUnsafeBytes { _ = gw_write2(fd, $0.baseAddress, $0.count, nil, 0) }
+            _ = Glibc.close(fd)
             return
         }
-        defer { evbuffer_free(body) }
-        // libevent 2.1 would send a HEAD answer's body; HEAD gets headers only.
-        if evhttp_request_get_command(request) != EVHTTP_REQ_HEAD {
-            _ = response.body.withUnsafeBytes { evbuffer_add(body, $0.baseAddress, $0.count) }
-        }
-        // A request whose client has gone is detached from its connection;
-        // evhttp_send_reply then only frees it.
-        evhttp_send_reply(request, Int32(response.status), Self.reason(response.status), body)
+        let connection = HTTPConnection(fd: fd, front: self, limits: configuration.limits)
+        connections[ObjectIdentifier(connection)] = connection
+        if !connection.start() { connection.close() }
     }
 
-    static func reason(_ status: Int) -> String {
-        switch status {
-        case 200: "OK"
-        case 204: "No Content"
-        case 400: "Bad Request"
-        case 401: "Unauthorized"
-        case 404: "Not Found"
-        case 405: "Method Not Allowed"
-        case 413: "Payload Too Large"
-        case 415: "Unsupported Media Type"
-        case 422: "Unprocessable Content"
-        case 429: "Too Many Requests"
-        case 500: "Internal Server Error"
-        case 502: "Bad Gateway"
-        case 503: "Service Unavailable"
-        case 504: "Gateway Timeout"
-        default: "Status"
+    /// The answer of a connection over the cap.
+    static let rejectionBytes: [UInt8] = {
+        let body = #"{"error":{"status":503,"message":"too many connections; retry later"}}"#
+        return Array("HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\nContent-Length: \(body.utf8.count)\r\nConnection: close\r\n\r\n\(body)".utf8)
+    }()
+
+    private func pauseAccepting(errno code: Int32) {
+        guard let listenerEvent else { return }
+        event_del(listenerEvent)
+        warnAccept("cannot accept connections: \(String(cString: strerror(code))); pausing the listener for 100 ms (raise the open-file limit or lower GATEWAY_MAX_CONNECTIONS)")
+        resumeTimer = loop.scheduleTimer(after: Self.acceptPause) { [weak self] in
+            guard let self, let event = self.listenerEvent else { return }
+            event_add(event, nil)
         }
     }
 
-    func startChunked(status: Int, headers: HTTPHeaders, request: OpaquePointer) {
+    private func warnAccept(_ message: String) {
+        guard let suppressed = acceptWarnings.permit(now: .now) else { return }
+        var line = message
+        if suppressed > 0 { line += " (\(suppressed) more since the last line)" }
+        server.logger.warning("\(line)")
+    }
+
+    func connectionClosed(_ connection: HTTPConnection) {
+        connections.removeValue(forKey: ObjectIdentifier(connection))
+        server.connectionClosed()
+    }
+
+    /// A per-loop buffer for response heads, so an answer allocates none.
+    func takeHeadBuffer() -> [UInt8] {
+        var buffer = headBuffer
+        headBuffer = []
+        buffer.removeAll(keepingCapacity: true)
+        return buffer
+    }
+
+    func returnHeadBuffer(_ buffer: [UInt8]) {
+        headBuffer = buffer
+    }
+
+    /// The `Date` field's value, formatted once a second.
+    func currentDate() -> [UInt8] {
+        let now = time(nil)
+        if now != dateSecond {
+            dateSecond = now
+            dateBytes = HTTPDate.imfFixdate(secondsSince1970: now)
+        }
+        return dateBytes
+    }
+
+    private func closeListener() {
+        resumeTimer?.cancel()
+        resumeTimer = nil
+        if let listenerEvent { event_free(listenerEvent) }
+        listenerEvent = nil
+        if listenerFD >= 0 { _ = Glibc.close(listenerFD) }
+        listenerFD = -1
+    }
+
+    func drain() {
         loop.preconditionInEventLoop()
-        guard http != nil else { return }
-        LibeventConversions.add(headers, to: evhttp_request_get_output_headers(request))
-        evhttp_send_reply_start(request, Int32(status), Self.reason(status))
-    }
-
-    func sendChunk(_ bytes: [UInt8], request: OpaquePointer) {
-        loop.preconditionInEventLoop()
-        guard http != nil, let buffer = evbuffer_new() else { return }
-        defer { evbuffer_free(buffer) }
-        _ = bytes.withUnsafeBytes { evbuffer_add(buffer, $0.baseAddress, $0.count) }
-        evhttp_send_reply_chunk(request, buffer)
-    }
-
-    func endChunked(request: OpaquePointer) {
-        loop.preconditionInEventLoop()
-        guard http != nil else { return }
-        evhttp_send_reply_end(request)
-    }
-
-    /// Sets SO_LINGER 0 on the request's socket and drops the connection, so
-    /// the peer sees a reset (the test upstream's fault switch).
-    func reset(_ request: OpaquePointer) {
-        loop.preconditionInEventLoop()
-        guard http != nil else { return }
-        guard let connection = evhttp_request_get_connection(request) else { return }
-        if let bev = evhttp_connection_get_bufferevent(connection) {
-            _ = gw_socket_set_linger_zero(bufferevent_getfd(bev))
-        }
-        evhttp_connection_free(connection)
-    }
-}
-
-/// Answers one request, once, from any thread: the answer hops to the loop
-/// that owns the request.
-public struct HTTPResponder: Sendable {
-    // The evhttp_request belongs to `server.loop`; it is dereferenced only there.
-    private let requestAddress: UInt
-    private let server: LoopHTTPServer
-
-    fileprivate init(request: OpaquePointer, server: LoopHTTPServer) {
-        self.requestAddress = UInt(bitPattern: Int(bitPattern: UnsafeRawPointer(request)))
-        self.server = server
-    }
-
-    private var request: OpaquePointer {
-        OpaquePointer(bitPattern: requestAddress)!
-    }
-
-    /// Sends `response`. Call exactly once.
-    public func send(_ response: HTTPResponse) {
-        let server = self.server
-        let address = requestAddress
-        if server.loop.inEventLoop {
-            server.send(response, to: request)
-        } else {
-            server.loop.execute { server.send(response, to: OpaquePointer(bitPattern: address)!) }
+        closeListener()
+        for connection in connections.values where connection.isIdle {
+            connection.close()
         }
     }
 
-    /// Resets the connection instead of answering (test upstream only).
-    public func resetConnection() {
-        let server = self.server
-        let address = requestAddress
-        // Deferred: freeing the connection inside its own request callback
-        // would pull it from under evhttp.
-        server.loop.execute { server.reset(OpaquePointer(bitPattern: address)!) }
-    }
-
-    /// Never answers; the request is dropped when its connection closes
-    /// (test upstream's hang fault).
-    public func abandon() {}
-
-    /// Starts a chunked answer (the test upstream's trickle fault): the
-    /// status and headers go now, each `sendChunk` later, `endChunked` last.
-    public func startChunked(status: Int, headers: HTTPHeaders) {
-        let server = self.server
-        let address = requestAddress
-        server.loop.execute { server.startChunked(status: status, headers: headers, request: OpaquePointer(bitPattern: address)!) }
-    }
-
-    public func sendChunk(_ bytes: [UInt8]) {
-        let server = self.server
-        let address = requestAddress
-        server.loop.execute { server.sendChunk(bytes, request: OpaquePointer(bitPattern: address)!) }
-    }
-
-    public func endChunked() {
-        let server = self.server
-        let address = requestAddress
-        server.loop.execute { server.endChunked(request: OpaquePointer(bitPattern: address)!) }
-    }
-}
-
-private func httpServerRequestCallback(_ request: OpaquePointer?, _ context: UnsafeMutableRawPointer?) {
-    guard let context else { preconditionFailure("evhttp callback without its server") }
-    guard let request else { return }
-    Unmanaged<LoopHTTPServer>.fromOpaque(context).takeUnretainedValue().handle(request)
-}
-
-private func httpServerTLSBuffereventCallback(_ base: OpaquePointer?, _ context: UnsafeMutableRawPointer?) -> OpaquePointer? {
-    guard let context else { preconditionFailure("evhttp TLS callback without its context") }
-    let tls = Unmanaged<TLSServerContext>.fromOpaque(context).takeUnretainedValue()
-    guard let ssl = tls.makeSSL() else { return nil }
-    return bufferevent_openssl_socket_new(base, -1, ssl, BUFFEREVENT_SSL_ACCEPTING, Int32(BEV_OPT_CLOSE_ON_FREE.rawValue))
-}
-
-extension EventLoop {
-    /// Runs `work` on the loop and waits for its result. Only from a thread
-    /// that is not this loop (it would wait for itself).
-    func submitAndWait<T>(_ work: @escaping @Sendable () -> T) -> T {
-        if inEventLoop { return work() }
-        let box = ResultBox<T>()
-        let done = DispatchSemaphore(value: 0)
-        execute {
-            box.value = work()
-            done.signal()
+    func stop() {
+        loop.preconditionInEventLoop()
+        closeListener()
+        for connection in Array(connections.values) {
+            connection.close()
         }
-        done.wait()
-        return box.value!
     }
 }
 
-/// Carries a value from the loop thread to the waiting thread; the semaphore
-/// orders the write before the read.
-private final class ResultBox<T>: @unchecked Sendable {
-    var value: T?
+/// At most one line per interval; says how many were held back.
+struct RateLimitedLog {
+    let interval: Duration
+    private var last: ContinuousClock.Instant?
+    private var suppressed = 0
+
+    init(interval: Duration) {
+        self.interval = interval
+    }
+
+    /// The count of lines held back since the last permitted one, or nil
+    /// when this one must be held back too.
+    mutating func permit(now: ContinuousClock.Instant) -> Int? {
+        if let last, now - last < interval {
+            suppressed += 1
+            return nil
+        }
+        last = now
+        defer { suppressed = 0 }
+        return suppressed
+    }
+}
+
+private func listenerReadable(_ fd: Int32, _ what: Int16, _ context: UnsafeMutableRawPointer?) {
+    guard let context else { preconditionFailure("listener event without its front") }
+    Unmanaged<LoopHTTPFront>.fromOpaque(context).takeUnretainedValue().acceptReady()
 }

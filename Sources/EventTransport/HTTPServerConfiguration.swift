@@ -1,32 +1,42 @@
-/// Limits and address of an ``HTTPServer``.
+import HTTPFraming
+
+/// Address, limits and deadlines of the gateway's ``HTTPServer``.
 public struct HTTPServerConfiguration: Sendable {
     /// Host or address to bind, e.g. `127.0.0.1`, `0.0.0.0`, `::`.
     public var host: String
     /// Port to bind; `0` picks a free one (see ``HTTPServer/start()``).
     public var port: Int
-    /// Largest request body accepted; larger ones get `413` and the
-    /// connection is closed.
-    public var maxBodyBytes: Int
-    /// Largest request line plus headers accepted.
-    public var maxHeaderBytes: Int
-    /// Read and write timeout of a connection, idle keep-alive included.
-    public var timeoutSeconds: Int
-    /// Serve HTTPS with this context instead of plain HTTP.
-    public var tls: TLSServerContext?
+    /// Head, field-count and body limits; past them a request gets `431`
+    /// or `413` and its connection closes.
+    public var limits: HTTPRequestParser.Limits
+    /// From a request's first byte to its last; then `408` and close.
+    public var readTimeout: Duration
+    /// How long a connection may wait with no request in progress, and how
+    /// long a client may take to read an answer; then the connection closes.
+    public var idleTimeout: Duration
+    /// Most client connections open at once, over all loops. One more is
+    /// accepted, told `503`, and closed.
+    public var maxConnections: Int
+    /// How long a connection that is being closed after an error keeps
+    /// reading (and discarding) what the client still sends, so that the
+    /// client reads the answer rather than a reset.
+    public var lingerTimeout: Duration
 
     public init(
         host: String,
         port: Int,
-        maxBodyBytes: Int = 65536,
-        maxHeaderBytes: Int = 16384,
-        timeoutSeconds: Int = 30,
-        tls: TLSServerContext? = nil
+        limits: HTTPRequestParser.Limits = .init(),
+        readTimeout: Duration = .seconds(10),
+        idleTimeout: Duration = .seconds(60),
+        maxConnections: Int = 1024,
+        lingerTimeout: Duration = .seconds(2)
     ) {
         self.host = host
         self.port = port
-        self.maxBodyBytes = maxBodyBytes
-        self.maxHeaderBytes = maxHeaderBytes
-        self.timeoutSeconds = timeoutSeconds
-        self.tls = tls
+        self.limits = limits
+        self.readTimeout = readTimeout
+        self.idleTimeout = idleTimeout
+        self.maxConnections = maxConnections
+        self.lingerTimeout = lingerTimeout
     }
 }

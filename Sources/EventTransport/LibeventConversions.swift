@@ -1,5 +1,6 @@
 import CGatewayShims
 import CLibevent
+import HTTPFraming
 
 // Copying between libevent's structures and Swift values. Everything here is
 // called on the loop thread that owns the structures.

@@ -96,24 +96,39 @@ public final class GatewayApplication: Sendable {
             readiness: readiness,
             metrics: metrics,
             openAPIDocument: OpenAPIDocument.bytes,
-            maxBodyBytes: configuration.maxBodyBytes,
             logger: logger
         )
         self.handler = handler
-        self.server = HTTPServer(
+        let server = HTTPServer(
             group: group,
             configuration: HTTPServerConfiguration(
                 host: configuration.listenHost,
                 port: configuration.listenPort,
-                maxBodyBytes: GatewayHTTPHandler.transportBodyLimit(for: configuration.maxBodyBytes)
+                limits: .init(maxHeaderBytes: 16384, maxHeaderFields: 100, maxBodyBytes: configuration.maxBodyBytes),
+                readTimeout: .milliseconds(configuration.readTimeoutMS),
+                idleTimeout: .milliseconds(configuration.idleTimeoutMS),
+                maxConnections: configuration.maxConnections
             ),
+            logger: logger,
             handler: { request, responder in handler.handle(request, responder: responder) }
         )
+        self.server = server
+        metrics.readConnectionCounts { (server.openConnections, server.rejectedConnections) }
     }
 
     /// Binds and serves; returns the bound port.
     @discardableResult
     public func start() throws -> Int {
+        LibeventLog.route(to: logger)
+        // Every client connection is a descriptor; so are upstream
+        // connections, listeners, loops' wake-ups, and the files we read.
+        let wanted = configuration.maxConnections + configuration.upstreamConcurrency + 64 + 4 * configuration.workers
+        let limit = OpenFileLimit.raise(toAtLeast: wanted)
+        if limit < wanted {
+            logger.warning("the open-file limit is below what GATEWAY_MAX_CONNECTIONS needs; past it, accepting pauses", metadata: [
+                "openFileLimit": "\(limit)", "needed": "\(wanted)", "GATEWAY_MAX_CONNECTIONS": "\(configuration.maxConnections)",
+            ])
+        }
         let port = try server.start()
         readiness.set(.ready)
         return port

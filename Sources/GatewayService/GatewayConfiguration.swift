@@ -25,6 +25,12 @@ public struct GatewayConfiguration: Sendable {
     public var maxBatch: Int
     public var maxBodyBytes: Int
     public var requestTimeoutMS: Int
+    /// `GATEWAY_READ_TIMEOUT_MS`: from a request's first byte to its last.
+    public var readTimeoutMS: Int
+    /// `GATEWAY_IDLE_TIMEOUT_MS`: a connection with no request in progress.
+    public var idleTimeoutMS: Int
+    /// `GATEWAY_MAX_CONNECTIONS`: client connections open at once.
+    public var maxConnections: Int
     public var apiKeys: [String]
     public var upstreamTimeoutMS: Int
     public var upstreamMaxIDs: Int
@@ -83,6 +89,9 @@ public struct GatewayConfiguration: Sendable {
             maxBatch: try source.integer(.maxBatch, in: 1...1_000, default: 50),
             maxBodyBytes: try source.integer(.maxBodyBytes, in: 256...(64 << 20), default: 65536),
             requestTimeoutMS: try source.integer(.requestTimeoutMS, in: 1...600_000, default: 5000),
+            readTimeoutMS: try source.integer(.readTimeoutMS, in: 1...3_600_000, default: 10_000),
+            idleTimeoutMS: try source.integer(.idleTimeoutMS, in: 1...3_600_000, default: 60_000),
+            maxConnections: try source.integer(.maxConnections, in: 1...1_000_000, default: 1024),
             apiKeys: try source.apiKeys(),
             upstreamTimeoutMS: try source.integer(.upstreamTimeoutMS, in: 1...600_000, default: 2000),
             upstreamMaxIDs: try source.integer(.upstreamMaxIDs, in: 1...1_000, default: 50),
@@ -114,6 +123,9 @@ public struct GatewayConfiguration: Sendable {
             ("GATEWAY_MAX_BATCH", "\(maxBatch)"),
             ("GATEWAY_MAX_BODY_BYTES", "\(maxBodyBytes)"),
             ("GATEWAY_REQUEST_TIMEOUT_MS", "\(requestTimeoutMS)"),
+            ("GATEWAY_READ_TIMEOUT_MS", "\(readTimeoutMS)"),
+            ("GATEWAY_IDLE_TIMEOUT_MS", "\(idleTimeoutMS)"),
+            ("GATEWAY_MAX_CONNECTIONS", "\(maxConnections)"),
             ("GATEWAY_API_KEYS", apiKeys.isEmpty ? "<unset>" : "<\(apiKeys.count) redacted>"),
             ("UPSTREAM_TIMEOUT_MS", "\(upstreamTimeoutMS)"),
             ("UPSTREAM_MAX_IDS", "\(upstreamMaxIDs)"),

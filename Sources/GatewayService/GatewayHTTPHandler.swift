@@ -11,45 +11,27 @@ final class GatewayHTTPHandler: Sendable {
     private let readiness: ReadinessState
     private let metrics: GatewayMetrics
     private let openAPIDocument: [UInt8]
-    private let maxBodyBytes: Int
     private let logger: Logger
     private let inFlight = Atomic<Int>(0)
 
-    init(rpc: JSONRPCServer<RPCCallContext>, authenticator: APIKeyAuthenticator, readiness: ReadinessState, metrics: GatewayMetrics, openAPIDocument: [UInt8], maxBodyBytes: Int, logger: Logger) {
+    init(rpc: JSONRPCServer<RPCCallContext>, authenticator: APIKeyAuthenticator, readiness: ReadinessState, metrics: GatewayMetrics, openAPIDocument: [UInt8], logger: Logger) {
         self.rpc = rpc
         self.authenticator = authenticator
         self.readiness = readiness
         self.metrics = metrics
         self.openAPIDocument = openAPIDocument
-        self.maxBodyBytes = maxBodyBytes
         self.logger = logger
-    }
-
-    /// The body size the HTTP layer itself enforces for a gateway limit of
-    /// `maxBodyBytes`. Bodies between the two are read and answered with the
-    /// JSON `413` above; larger ones are cut off by libevent while reading
-    /// (its own `413` page, then the connection closes), so memory stays
-    /// bounded either way.
-    static func transportBodyLimit(for maxBodyBytes: Int) -> Int {
-        max(maxBodyBytes * 2, maxBodyBytes + 16384)
     }
 
     /// JSON-RPC HTTP requests being answered right now.
     var inFlightCount: Int { inFlight.load(ordering: .acquiring) }
 
-    /// Called on a loop thread; never blocks it. `/rpc` work moves to a task,
-    /// whose answer the responder carries back to the loop.
-    func handle(_ request: HTTPServerRequest, responder: HTTPResponder) {
+    /// Called on a loop thread; never blocks it. `/rpc` work moves to a task
+    /// on the same loop, whose answer the responder carries back.
+    func handle(_ request: HTTPServerRequest, responder: consuming HTTPResponder) {
         let requestID = RequestID.accept(request.headers["X-Request-Id"]) ?? RequestID.generate()
         var headers: HTTPHeaders = ["X-Request-Id": requestID]
 
-        // The transport reads bodies up to twice this limit (see
-        // `transportBodyLimit`) so that the refusal is this documented one.
-        guard request.body.count <= maxBodyBytes else {
-            headers.add("Connection", "close")
-            responder.send(Self.problem(413, "the request body is larger than \(maxBodyBytes) bytes (GATEWAY_MAX_BODY_BYTES)", headers: headers))
-            return
-        }
         guard let route = GatewayRoutes.all.first(where: { $0.path == request.path }) else {
             responder.send(Self.problem(404, "no route for \(request.path.prefix(100)); the API is POST /rpc", headers: headers))
             return
@@ -80,7 +62,7 @@ final class GatewayHTTPHandler: Sendable {
         }
     }
 
-    private func handleRPC(_ request: HTTPServerRequest, requestID: String, headers: HTTPHeaders, responder: HTTPResponder) {
+    private func handleRPC(_ request: HTTPServerRequest, requestID: String, headers: HTTPHeaders, responder: consuming HTTPResponder) {
         var headers = headers
         guard authenticator.isAuthorized(request.headers["Authorization"]) else {
             headers.add("WWW-Authenticate", #"Bearer realm="products-gateway""#)
@@ -97,16 +79,16 @@ final class GatewayHTTPHandler: Sendable {
         inFlight.add(1, ordering: .acquiringAndReleasing)
         // On the loop that accepted the request: parsing, the cache and the
         // answer of a call served from memory never leave this thread.
-        Task(executorPreference: request.loop) { [self] in
-            let reply = await rpc.handle(body: request.body, context: context)
-            switch reply {
+        responder.send { [self, headers] in
+            defer { inFlight.subtract(1, ordering: .acquiringAndReleasing) }
+            switch await rpc.handle(body: request.body, context: context) {
             case .noContent:
-                responder.send(HTTPResponse(status: 204, headers: headers))
+                return HTTPResponse(status: 204, headers: headers)
             case .json(let body):
+                var headers = headers
                 headers.add("Content-Type", "application/json")
-                responder.send(HTTPResponse(status: 200, headers: headers, body: body))
+                return HTTPResponse(status: 200, headers: headers, body: body)
             }
-            inFlight.subtract(1, ordering: .acquiringAndReleasing)
         }
     }
 

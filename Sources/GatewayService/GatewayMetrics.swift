@@ -23,6 +23,12 @@ public final class GatewayMetrics: Sendable {
     private let cacheEvictions: CoreMetrics.Counter
     private let upstreamStatus = Mutex<[String: CoreMetrics.Counter]>([:])
     private let process: ProcessMetrics
+    private let connectionsOpen: Prometheus.Gauge
+    private let connectionsRejected: Prometheus.Counter
+    /// Reads the HTTP front's counts when `/metrics` is scraped (the front
+    /// keeps them in atomics; nothing is recorded per connection here), and
+    /// the rejected count last reported.
+    private let connectionCounts = Mutex<(source: (@Sendable () -> (open: Int, rejected: Int))?, reported: Int)>((nil, 0))
 
     /// Method label values; other method names, and requests whose method
     /// could not be read, are counted as `other` so a caller cannot grow the
@@ -66,6 +72,13 @@ public final class GatewayMetrics: Sendable {
         cacheBytes.record(0)
         cacheEvictions = CoreMetrics.Counter(label: "gateway_cache_evictions_total", factory: factory)
         process = ProcessMetrics(registry: registry)
+        connectionsOpen = registry.makeGauge(name: "gateway_connections_open", help: "Client connections open now.")
+        connectionsRejected = registry.makeCounter(name: "gateway_connections_rejected_total", help: "Connections closed at once because GATEWAY_MAX_CONNECTIONS were open.")
+    }
+
+    /// Where `gateway_connections_open` and `gateway_connections_rejected_total` come from.
+    func readConnectionCounts(from source: @escaping @Sendable () -> (open: Int, rejected: Int)) {
+        connectionCounts.withLock { $0.source = source }
     }
 
     /// Records one finished JSON-RPC call.
@@ -99,6 +112,14 @@ public final class GatewayMetrics: Sendable {
     /// The Prometheus text exposition of every series.
     public func exposition() -> [UInt8] {
         process.refresh()
+        connectionCounts.withLock { state in
+            guard let counts = state.source?() else { return }
+            connectionsOpen.set(Double(counts.open))
+            if counts.rejected > state.reported {
+                connectionsRejected.increment(by: Int64(counts.rejected - state.reported))
+                state.reported = counts.rejected
+            }
+        }
         return registry.emitToBuffer()
     }
 }

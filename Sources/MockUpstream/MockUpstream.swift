@@ -29,7 +29,7 @@ public final class MockUpstream: Sendable {
     private let knownApps: Set<String>
     private let state = Mutex(State())
     private let group: EventLoopGroup
-    private let server: HTTPServer
+    private let server: EvhttpServer
 
     /// - Parameters:
     ///   - tls: the server certificate and key.
@@ -40,9 +40,9 @@ public final class MockUpstream: Sendable {
         let group = try EventLoopGroup(count: 1, namePrefix: "mock-upstream")
         self.group = group
         let box = HandlerBox()
-        self.server = HTTPServer(
+        self.server = EvhttpServer(
             group: group,
-            configuration: HTTPServerConfiguration(host: host, port: port, maxBodyBytes: 1 << 20, tls: tls),
+            configuration: EvhttpServerConfiguration(host: host, port: port, maxBodyBytes: 1 << 20, tls: tls),
             handler: { request, responder in box.handler?.handle(request, responder: responder) }
         )
         box.handler = self
@@ -87,7 +87,7 @@ public final class MockUpstream: Sendable {
 
     // MARK: Serving
 
-    fileprivate func handle(_ request: HTTPServerRequest, responder: HTTPResponder) {
+    fileprivate func handle(_ request: HTTPServerRequest, responder: EvhttpResponder) {
         let query = Self.query(of: request.uri)
         let identifiers = query["ids"].map { $0.split(separator: ",").map(String.init) } ?? []
         let received = ReceivedRequest(path: request.path, identifiers: identifiers, country: query["country"], headers: request.headers)

@@ -49,6 +49,15 @@ struct ServeCommand: AsyncParsableCommand {
     @Option(name: .customLong(ConfigurationVariable.requestTimeoutMS.flag), help: Self.help(.requestTimeoutMS, "A call's own deadline, in milliseconds."))
     var requestTimeoutMS: String?
 
+    @Option(name: .customLong(ConfigurationVariable.readTimeoutMS.flag), help: Self.help(.readTimeoutMS, "Time from a request's first byte to its last, header and body, in milliseconds; then 408 and close."))
+    var readTimeoutMS: String?
+
+    @Option(name: .customLong(ConfigurationVariable.idleTimeoutMS.flag), help: Self.help(.idleTimeoutMS, "Time a connection may wait with no request in progress, in milliseconds; then it is closed."))
+    var idleTimeoutMS: String?
+
+    @Option(name: .customLong(ConfigurationVariable.maxConnections.flag), help: Self.help(.maxConnections, "Most client connections open at once; one more is told 503 and closed. The open-file limit is raised to fit."))
+    var maxConnections: String?
+
     @Option(name: .customLong(ConfigurationVariable.apiKeys.flag), help: Self.help(.apiKeys, "Comma-separated API keys; when set, /rpc needs Authorization: Bearer <key>."))
     var apiKeys: String?
 
@@ -101,6 +110,9 @@ struct ServeCommand: AsyncParsableCommand {
             (.maxBatch, maxBatch),
             (.maxBodyBytes, maxBodyBytes),
             (.requestTimeoutMS, requestTimeoutMS),
+            (.readTimeoutMS, readTimeoutMS),
+            (.idleTimeoutMS, idleTimeoutMS),
+            (.maxConnections, maxConnections),
             (.apiKeys, apiKeys),
             (.apiKeysFile, apiKeysFile),
             (.upstreamTimeoutMS, upstreamTimeoutMS),

@@ -65,4 +65,20 @@ int gw_eventfd_create(void);
 int gw_eventfd_signal(int fd);
 void gw_eventfd_drain(int fd);
 
+/* The plain-socket calls of the HTTP front. Each returns the result, or
+ * -errno on failure, so Swift never reads a thread-local errno. */
+
+/* accept4 with SOCK_NONBLOCK | SOCK_CLOEXEC, then TCP_NODELAY on. */
+int gw_accept(int listen_fd);
+/* read(2) into buffer. */
+long gw_read(int fd, void *buffer, size_t length);
+/* Writes first then second (either may be empty) in one sendmsg with
+ * MSG_NOSIGNAL: a peer that has gone gives -EPIPE, never SIGPIPE. */
+long gw_write2(int fd, const void *first, size_t first_length, const void *second, size_t second_length);
+/* shutdown(fd, SHUT_WR): the peer reads EOF after what was sent. */
+int gw_shutdown_write(int fd);
+/* Raises the soft RLIMIT_NOFILE to at least `wanted` (capped by the hard
+ * limit). Writes the soft limit in force afterwards; returns 0, or -errno. */
+int gw_raise_open_file_limit(long wanted, long *soft_after);
+
 #endif

@@ -5,6 +5,9 @@ public struct HTTPHeaders: Sendable, Equatable, Sequence, ExpressibleByDictionar
 
     public init() { fields = [] }
 
+    /// How many fields there are.
+    public var count: Int { fields.count }
+
     public init(_ fields: [(String, String)]) {
         self.fields = fields.map { (name: $0.0, value: $0.1) }
     }

@@ -1,0 +1,370 @@
+import CGatewayShims
+import CLibevent
+import HTTPFraming
+import Foundation
+import Synchronization
+
+/// Handles one request. Called on the loop thread that accepted it; it must
+/// not block, and it answers exactly once through the responder, from any
+/// thread.
+public typealias EvhttpRequestHandler = @Sendable (HTTPServerRequest, EvhttpResponder) -> Void
+
+/// An evhttp server over TLS, spread over every loop of a group: each loop
+/// has its own `evhttp` and its own `SO_REUSEPORT` listener on the same port.
+///
+/// It serves the TLS test upstream (``MockUpstream``), whose faults
+/// (trickled chunks, resets, hangs) evhttp makes easy. Its framing is
+/// evhttp's, which is lax; the gateway's own front is ``HTTPServer``.
+public final class EvhttpServer: Sendable {
+    private let group: EventLoopGroup
+    private let configuration: EvhttpServerConfiguration
+    private let handler: EvhttpRequestHandler
+    private let instances = Mutex<[LoopEvhttpServer]>([])
+    private let draining = Atomic<Bool>(false)
+
+    public init(group: EventLoopGroup, configuration: EvhttpServerConfiguration, handler: @escaping EvhttpRequestHandler) {
+        self.group = group
+        self.configuration = configuration
+        self.handler = handler
+    }
+
+    /// Binds and starts serving on every loop; returns the bound port (the
+    /// real one when the configuration asked for port 0). Call from a thread
+    /// that is not one of the group's loops.
+    public func start() throws(TransportError) -> Int {
+        var port = configuration.port
+        if port != 0 {
+            // The listeners share the port through SO_REUSEPORT, which would
+            // also let them join another process already serving it.
+            try Self.requireAvailable(host: configuration.host, port: port)
+        }
+        var fds: [Int32] = []
+        do {
+            for _ in group.loops {
+                let fd = try Self.listen(host: configuration.host, port: port)
+                fds.append(fd)
+                if port == 0 { port = Int(gw_socket_local_port(fd)) }
+            }
+        } catch {
+            fds.forEach { close($0) }
+            throw error
+        }
+        var started: [LoopEvhttpServer] = []
+        var failure: TransportError?
+        for (loop, fd) in zip(group.loops, fds) {
+            let instance = LoopEvhttpServer(loop: loop, configuration: configuration, handler: handler, draining: self)
+            let result: Result<Void, TransportError> = loop.submitAndWait {
+                Result { () throws(TransportError) in try instance.start(listening: fd) }
+            }
+            if case .failure(let error) = result { failure = error; close(fd) } else { started.append(instance) }
+        }
+        instances.withLock { $0 = started }
+        if let failure {
+            stop()
+            throw failure
+        }
+        return port
+    }
+
+    /// True once ``beginDraining()`` was called.
+    public var isDraining: Bool { draining.load(ordering: .relaxed) }
+
+    /// Stops taking new connections (the listeners close) and marks every
+    /// later response `Connection: close`, so keep-alive clients move on.
+    /// Requests in flight still get their answers.
+    public func beginDraining() {
+        draining.store(true, ordering: .relaxed)
+        for instance in instances.withLock({ $0 }) {
+            instance.loop.submitAndWait { instance.closeListener() }
+        }
+    }
+
+    /// Frees every evhttp (closing all connections). Call after draining,
+    /// from a thread that is not one of the loops.
+    public func stop() {
+        let all = instances.withLock { current -> [LoopEvhttpServer] in
+            let taken = current
+            current = []
+            return taken
+        }
+        for instance in all {
+            instance.loop.submitAndWait { instance.free() }
+        }
+    }
+
+    private static func requireAvailable(host: String, port: Int) throws(TransportError) {
+        var message = [CChar](repeating: 0, count: 256)
+        guard gw_tcp_port_available(host, Int32(port), &message, message.count) == 0 else {
+            throw TransportError(call: "listen", message: String(decoding: message.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self))
+        }
+    }
+
+    private static func listen(host: String, port: Int) throws(TransportError) -> Int32 {
+        var message = [CChar](repeating: 0, count: 256)
+        let fd = gw_listen_tcp(host, Int32(port), 1024, &message, message.count)
+        guard fd >= 0 else {
+            throw TransportError(call: "listen", message: String(decoding: message.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self))
+        }
+        return fd
+    }
+}
+
+extension EvhttpServer: DrainingFlag {}
+
+protocol DrainingFlag: AnyObject, Sendable {
+    var isDraining: Bool { get }
+}
+
+/// The part of an ``EvhttpServer`` that lives on one loop. Loop-bound: every
+/// method runs on `loop`.
+final class LoopEvhttpServer: @unchecked Sendable {
+    // @unchecked: `http` and `boundSocket` are touched only on `loop`.
+    let loop: EventLoop
+    private let configuration: EvhttpServerConfiguration
+    private let handler: EvhttpRequestHandler
+    private unowned let drainingFlag: any DrainingFlag
+    private var http: OpaquePointer?
+    private var boundSocket: OpaquePointer?
+
+    init(loop: EventLoop, configuration: EvhttpServerConfiguration, handler: @escaping EvhttpRequestHandler, draining: any DrainingFlag) {
+        self.loop = loop
+        self.configuration = configuration
+        self.handler = handler
+        self.drainingFlag = draining
+    }
+
+    func start(listening fd: Int32) throws(TransportError) {
+        loop.preconditionInEventLoop()
+        let http = try Libevent.check(evhttp_new(loop.base), "evhttp_new")
+        self.http = http
+        // evhttp's defaults are unlimited sizes, no timeouts and every
+        // method refused but five; set them all.
+        evhttp_set_max_body_size(http, Int(configuration.maxBodyBytes))
+        evhttp_set_max_headers_size(http, Int(configuration.maxHeaderBytes))
+        var timeout = timeval(tv_sec: configuration.timeoutSeconds, tv_usec: 0)
+        evhttp_set_timeout_tv(http, &timeout)
+        evhttp_set_default_content_type(http, "application/json")
+        let everyMethod = EVHTTP_REQ_GET.rawValue | EVHTTP_REQ_POST.rawValue | EVHTTP_REQ_HEAD.rawValue
+            | EVHTTP_REQ_PUT.rawValue | EVHTTP_REQ_DELETE.rawValue | EVHTTP_REQ_OPTIONS.rawValue
+            | EVHTTP_REQ_TRACE.rawValue | EVHTTP_REQ_CONNECT.rawValue | EVHTTP_REQ_PATCH.rawValue
+        evhttp_set_allowed_methods(http, UInt16(everyMethod))
+        let context = Unmanaged.passUnretained(self).toOpaque()
+        evhttp_set_gencb(http, httpServerRequestCallback, context)
+        if let tls = configuration.tls {
+            evhttp_set_bevcb(http, httpServerTLSBuffereventCallback, Unmanaged.passUnretained(tls).toOpaque())
+        }
+        boundSocket = try Libevent.check(evhttp_accept_socket_with_handle(http, fd), "evhttp_accept_socket_with_handle")
+    }
+
+    func closeListener() {
+        loop.preconditionInEventLoop()
+        if let http, let boundSocket { evhttp_del_accept_socket(http, boundSocket) }
+        boundSocket = nil
+    }
+
+    func free() {
+        loop.preconditionInEventLoop()
+        closeListener()
+        if let http { evhttp_free(http) }
+        http = nil
+    }
+
+    fileprivate func handle(_ request: OpaquePointer) {
+        if configuration.tls != nil, let connection = evhttp_request_get_connection(request),
+           let bev = evhttp_connection_get_bufferevent(connection) {
+            // Set per request (the fd is not known when the TLS bufferevent
+            // is made); cheap, and in place before the answer is written.
+            _ = gw_socket_set_nodelay(bufferevent_getfd(bev))
+        }
+        let command = evhttp_request_get_command(request)
+        let uri = evhttp_request_get_uri(request).map { String(cString: $0) } ?? "/"
+        let message = HTTPServerRequest(
+            method: LibeventConversions.methodName(command),
+            uri: uri,
+            headers: LibeventConversions.headers(evhttp_request_get_input_headers(request)),
+            body: LibeventConversions.bytes(of: evhttp_request_get_input_buffer(request)),
+            loop: loop
+        )
+        if (command == EVHTTP_REQ_HEAD || command == EVHTTP_REQ_TRACE),
+           message.headers["Content-Length"].map({ $0 != "0" }) ?? (message.headers["Transfer-Encoding"] != nil) {
+            // libevent 2.1 does not read a body sent with HEAD or TRACE: on a
+            // kept-alive connection those bytes would be parsed as the next
+            // request (a desync). Close the connection after this answer.
+            _ = evhttp_add_header(evhttp_request_get_output_headers(request), "Connection", "close")
+        }
+        let responder = EvhttpResponder(request: request, server: self)
+        handler(message, responder)
+    }
+
+    /// Writes the response; on the loop thread only.
+    func send(_ response: HTTPResponse, to request: OpaquePointer) {
+        loop.preconditionInEventLoop()
+        // After free() evhttp has released its connections and their
+        // requests; an answer that comes later has nobody to go to.
+        guard http != nil else { return }
+        var headers = response.headers
+        if drainingFlag.isDraining { headers.replace("Connection", "close") }
+        LibeventConversions.add(headers, to: evhttp_request_get_output_headers(request))
+        guard let body = evbuffer_new() else {
+            evhttp_send_error(request, 500, nil)
+            return
+        }
+        defer { evbuffer_free(body) }
+        // libevent 2.1 would send a HEAD answer's body; HEAD gets headers only.
+        if evhttp_request_get_command(request) != EVHTTP_REQ_HEAD {
+            _ = response.body.withUnsafeBytes { evbuffer_add(body, $0.baseAddress, $0.count) }
+        }
+        // A request whose client has gone is detached from its connection;
+        // evhttp_send_reply then only frees it.
+        evhttp_send_reply(request, Int32(response.status), Self.reason(response.status), body)
+    }
+
+    static func reason(_ status: Int) -> String {
+        switch status {
+        case 200: "OK"
+        case 204: "No Content"
+        case 400: "Bad Request"
+        case 401: "Unauthorized"
+        case 404: "Not Found"
+        case 405: "Method Not Allowed"
+        case 413: "Payload Too Large"
+        case 415: "Unsupported Media Type"
+        case 422: "Unprocessable Content"
+        case 429: "Too Many Requests"
+        case 500: "Internal Server Error"
+        case 502: "Bad Gateway"
+        case 503: "Service Unavailable"
+        case 504: "Gateway Timeout"
+        default: "Status"
+        }
+    }
+
+    func startChunked(status: Int, headers: HTTPHeaders, request: OpaquePointer) {
+        loop.preconditionInEventLoop()
+        guard http != nil else { return }
+        LibeventConversions.add(headers, to: evhttp_request_get_output_headers(request))
+        evhttp_send_reply_start(request, Int32(status), Self.reason(status))
+    }
+
+    func sendChunk(_ bytes: [UInt8], request: OpaquePointer) {
+        loop.preconditionInEventLoop()
+        guard http != nil, let buffer = evbuffer_new() else { return }
+        defer { evbuffer_free(buffer) }
+        _ = bytes.withUnsafeBytes { evbuffer_add(buffer, $0.baseAddress, $0.count) }
+        evhttp_send_reply_chunk(request, buffer)
+    }
+
+    func endChunked(request: OpaquePointer) {
+        loop.preconditionInEventLoop()
+        guard http != nil else { return }
+        evhttp_send_reply_end(request)
+    }
+
+    /// Sets SO_LINGER 0 on the request's socket and drops the connection, so
+    /// the peer sees a reset (the test upstream's fault switch).
+    func reset(_ request: OpaquePointer) {
+        loop.preconditionInEventLoop()
+        guard http != nil else { return }
+        guard let connection = evhttp_request_get_connection(request) else { return }
+        if let bev = evhttp_connection_get_bufferevent(connection) {
+            _ = gw_socket_set_linger_zero(bufferevent_getfd(bev))
+        }
+        evhttp_connection_free(connection)
+    }
+}
+
+/// Answers one request, once, from any thread: the answer hops to the loop
+/// that owns the request.
+public struct EvhttpResponder: Sendable {
+    // The evhttp_request belongs to `server.loop`; it is dereferenced only there.
+    private let requestAddress: UInt
+    private let server: LoopEvhttpServer
+
+    fileprivate init(request: OpaquePointer, server: LoopEvhttpServer) {
+        self.requestAddress = UInt(bitPattern: Int(bitPattern: UnsafeRawPointer(request)))
+        self.server = server
+    }
+
+    private var request: OpaquePointer {
+        OpaquePointer(bitPattern: requestAddress)!
+    }
+
+    /// Sends `response`. Call exactly once.
+    public func send(_ response: HTTPResponse) {
+        let server = self.server
+        let address = requestAddress
+        if server.loop.inEventLoop {
+            server.send(response, to: request)
+        } else {
+            server.loop.execute { server.send(response, to: OpaquePointer(bitPattern: address)!) }
+        }
+    }
+
+    /// Resets the connection instead of answering (test upstream only).
+    public func resetConnection() {
+        let server = self.server
+        let address = requestAddress
+        // Deferred: freeing the connection inside its own request callback
+        // would pull it from under evhttp.
+        server.loop.execute { server.reset(OpaquePointer(bitPattern: address)!) }
+    }
+
+    /// Never answers; the request is dropped when its connection closes
+    /// (test upstream's hang fault).
+    public func abandon() {}
+
+    /// Starts a chunked answer (the test upstream's trickle fault): the
+    /// status and headers go now, each `sendChunk` later, `endChunked` last.
+    public func startChunked(status: Int, headers: HTTPHeaders) {
+        let server = self.server
+        let address = requestAddress
+        server.loop.execute { server.startChunked(status: status, headers: headers, request: OpaquePointer(bitPattern: address)!) }
+    }
+
+    public func sendChunk(_ bytes: [UInt8]) {
+        let server = self.server
+        let address = requestAddress
+        server.loop.execute { server.sendChunk(bytes, request: OpaquePointer(bitPattern: address)!) }
+    }
+
+    public func endChunked() {
+        let server = self.server
+        let address = requestAddress
+        server.loop.execute { server.endChunked(request: OpaquePointer(bitPattern: address)!) }
+    }
+}
+
+private func httpServerRequestCallback(_ request: OpaquePointer?, _ context: UnsafeMutableRawPointer?) {
+    guard let context else { preconditionFailure("evhttp callback without its server") }
+    guard let request else { return }
+    Unmanaged<LoopEvhttpServer>.fromOpaque(context).takeUnretainedValue().handle(request)
+}
+
+private func httpServerTLSBuffereventCallback(_ base: OpaquePointer?, _ context: UnsafeMutableRawPointer?) -> OpaquePointer? {
+    guard let context else { preconditionFailure("evhttp TLS callback without its context") }
+    let tls = Unmanaged<TLSServerContext>.fromOpaque(context).takeUnretainedValue()
+    guard let ssl = tls.makeSSL() else { return nil }
+    return bufferevent_openssl_socket_new(base, -1, ssl, BUFFEREVENT_SSL_ACCEPTING, Int32(BEV_OPT_CLOSE_ON_FREE.rawValue))
+}
+
+extension EventLoop {
+    /// Runs `work` on the loop and waits for its result. Only from a thread
+    /// that is not this loop (it would wait for itself).
+    func submitAndWait<T>(_ work: @escaping @Sendable () -> T) -> T {
+        if inEventLoop { return work() }
+        let box = ResultBox<T>()
+        let done = DispatchSemaphore(value: 0)
+        execute {
+            box.value = work()
+            done.signal()
+        }
+        done.wait()
+        return box.value!
+    }
+}
+
+/// Carries a value from the loop thread to the waiting thread; the semaphore
+/// orders the write before the read.
+private final class ResultBox<T>: @unchecked Sendable {
+    var value: T?
+}

@@ -1,0 +1,348 @@
+import CGatewayShims
+import CLibevent
+import Glibc
+import HTTPFraming
+
+/// One client connection of the gateway's HTTP front: a socket, its
+/// parser, and one timer for whichever deadline applies now.
+///
+/// Loop-bound: created, driven and closed on `front.loop`; only
+/// ``respond(serial:with:)`` may be called from elsewhere, and it hops.
+///
+/// Phases: `reading` (idle until a first byte, then the read deadline),
+/// `responding` (the handler has the request; the socket is not read, so a
+/// pipelining client waits), `writing` (the answer did not fit the socket;
+/// the idle deadline bounds a client that does not read), `lingering`
+/// (closing after an error: our side is shut, the client's late bytes are
+/// read and dropped until it closes or the linger deadline).
+final class HTTPConnection: @unchecked Sendable {
+    // @unchecked: every mutable field is touched only on `front.loop`.
+    private enum Phase { case reading, responding, writing, lingering, closed }
+    private enum Deadline { case idle, read, write, linger }
+
+    let fd: Int32
+    private unowned let front: LoopHTTPFront
+    private var readEvent: OpaquePointer?
+    private var writeEvent: OpaquePointer?
+    private var timerEvent: OpaquePointer?
+    private var phase = Phase.reading
+    private var isReadingEnabled = false
+    private var parser: HTTPRequestParser
+    /// Bytes read past the end of the request being answered (pipelining).
+    private var leftover: [UInt8] = []
+    private var outbox: [UInt8] = []
+    private var outboxSent = 0
+    /// Which request an answer belongs to; a late answer to an earlier one
+    /// (the connection closed and was reused by no one) is dropped.
+    private var serial: UInt64 = 0
+    private var answeringHead = false
+    private var answeringHTTP10KeepAlive = false
+    private var keepAlive = true
+    private var closeAfterAnswer = false
+    private var isDispatching = false
+    private var deadline: ContinuousClock.Instant?
+    private var deadlineKind = Deadline.idle
+    private var timerArmedUntil: ContinuousClock.Instant?
+
+    var loop: EventLoop { front.loop }
+
+    init(fd: Int32, front: LoopHTTPFront, limits: HTTPRequestParser.Limits) {
+        self.fd = fd
+        self.front = front
+        self.parser = HTTPRequestParser(limits: limits)
+    }
+
+    /// Creates the events and starts reading, idle deadline armed.
+    func start() -> Bool {
+        let context = Unmanaged.passUnretained(self).toOpaque()
+        readEvent = event_new(front.loop.base, fd, Int16(EV_READ | EV_PERSIST), connectionReadable, context)
+        writeEvent = event_new(front.loop.base, fd, Int16(EV_WRITE | EV_PERSIST), connectionWritable, context)
+        timerEvent = event_new(front.loop.base, -1, 0, connectionTimerFired, context)
+        guard readEvent != nil, writeEvent != nil, timerEvent != nil else { return false }
+        enableReading(true)
+        arm(.idle, after: front.configuration.idleTimeout)
+        return true
+    }
+
+    /// No request in progress and nothing to answer: safe to close when
+    /// the server drains.
+    var isIdle: Bool { phase == .reading && !parser.isInsideRequest && leftover.isEmpty }
+
+    // MARK: - Reading
+
+    fileprivate func readable() {
+        guard phase == .reading || phase == .lingering else { return }
+        let buffer = front.readBuffer
+        let count = gw_read(fd, buffer.baseAddress, buffer.count)
+        if count == -Int(EAGAIN) || count == -Int(EINTR) { return }
+        guard count > 0 else {
+            // End of stream or an error: nothing more will come. A request
+            // cut off midway has nobody left to answer.
+            close()
+            return
+        }
+        guard phase == .reading else { return } // lingering: dropped
+        consume(UnsafeRawBufferPointer(rebasing: buffer[..<count]))
+        if phase == .reading && !leftover.isEmpty { consumeLeftover() }
+    }
+
+    private func consume(_ bytes: UnsafeRawBufferPointer) {
+        var offset = 0
+        while offset < bytes.count {
+            let (used, event) = parser.parse(UnsafeRawBufferPointer(rebasing: bytes[offset...]))
+            offset += used
+            switch event {
+            case .needMore:
+                if parser.isInsideRequest && deadlineKind != .read { arm(.read, after: front.configuration.readTimeout) }
+                return
+            case .continueExpected:
+                if deadlineKind != .read { arm(.read, after: front.configuration.readTimeout) }
+                let interim = "HTTP/1.1 100 Continue\r\n\r\n"
+                // Best effort: with the socket's buffer empty this always
+                // fits; if it does not, the client sends its body anyway.
+                _ = interim.utf8.withContiguousStorageIfAvailable { gw_write2(fd, $0.baseAddress, $0.count, nil, 0) }
+            case .request(let head, let body):
+                if offset < bytes.count { leftover.append(contentsOf: UnsafeRawBufferPointer(rebasing: bytes[offset...])) }
+                dispatch(head, body: body)
+                return
+            case .failed(let error):
+                answer(error)
+                return
+            }
+        }
+    }
+
+    private func consumeLeftover() {
+        while phase == .reading && !leftover.isEmpty {
+            let bytes = leftover
+            leftover = []
+            bytes.withUnsafeBytes { consume($0) }
+        }
+    }
+
+    private func dispatch(_ head: HTTPRequestHead, body: [UInt8]) {
+        phase = .responding
+        enableReading(false)
+        deadline = nil
+        deadlineKind = .idle
+        serial &+= 1
+        answeringHead = head.method == "HEAD"
+        keepAlive = head.keepAlive
+        answeringHTTP10KeepAlive = head.version == .http10 && head.keepAlive
+        let request = HTTPServerRequest(head: head, body: body, loop: front.loop)
+        isDispatching = true
+        front.server.handler(request, HTTPResponder(connection: self, serial: serial))
+        isDispatching = false
+    }
+
+    // MARK: - Answering
+
+    /// Sends the answer to request `serial`, from any thread.
+    func respond(serial: UInt64, with response: HTTPResponse) {
+        if front.loop.inEventLoop {
+            respondOnLoop(serial: serial, with: response)
+        } else {
+            _ = front.loop.execute { self.respondOnLoop(serial: serial, with: response) }
+        }
+    }
+
+    private func respondOnLoop(serial: UInt64, with response: HTTPResponse) {
+        guard phase == .responding, serial == self.serial else { return }
+        let close = !keepAlive || front.server.isDraining
+            || response.headers.values("Connection").contains { $0.lowercased() == "close" }
+        write(status: response.status, headers: response.headers, body: response.body, close: close)
+    }
+
+    /// Answers a request that could not be read, then closes.
+    private func answer(_ error: HTTPFramingError) {
+        phase = .responding
+        enableReading(false)
+        leftover = []
+        answeringHead = false
+        write(status: error.status, headers: ["Content-Type": "application/json"], body: Self.problemBody(error), close: true)
+    }
+
+    /// `{"error":{"status":N,"message":"..."}}`, the contract's HTTP error body.
+    static func problemBody(_ error: HTTPFramingError) -> [UInt8] {
+        var body = Array(#"{"error":{"status":"#.utf8)
+        body.append(contentsOf: String(error.status).utf8)
+        body.append(contentsOf: #","message":""#.utf8)
+        for byte in error.message.utf8 {
+            switch byte {
+            case UInt8(ascii: "\""), UInt8(ascii: "\\"): body.append(contentsOf: [UInt8(ascii: "\\"), byte])
+            case ..<0x20: body.append(UInt8(ascii: " "))
+            default: body.append(byte)
+            }
+        }
+        body.append(contentsOf: #""}}"#.utf8)
+        return body
+    }
+
+    private func write(status: Int, headers: HTTPHeaders, body: [UInt8], close: Bool) {
+        closeAfterAnswer = close
+        let bodyless = status == 204 || status == 304 || status < 200
+        var head = front.takeHeadBuffer()
+        HTTPResponseHead.write(
+            status: status,
+            headers: headers,
+            contentLength: bodyless ? nil : body.count,
+            close: close,
+            keepAliveForHTTP10: answeringHTTP10KeepAlive && !close,
+            date: front.currentDate(),
+            into: &head
+        )
+        let sendsBody = !(answeringHead || bodyless)
+        let total = head.count + (sendsBody ? body.count : 0)
+        let written = head.withUnsafeBytes { headBytes in
+            body.withUnsafeBytes { bodyBytes in
+                gw_write2(fd, headBytes.baseAddress, headBytes.count, bodyBytes.baseAddress, sendsBody ? bodyBytes.count : 0)
+            }
+        }
+        if written == total {
+            front.returnHeadBuffer(head)
+            answerWritten()
+            return
+        }
+        guard written >= 0 || written == -Int(EAGAIN) else {
+            front.returnHeadBuffer(head)
+            self.close() // the client has gone (EPIPE, ECONNRESET)
+            return
+        }
+        // The socket took part of it: keep the rest until it is writable.
+        let sent = max(0, written)
+        outbox = []
+        outbox.reserveCapacity(total - sent)
+        if sent < head.count {
+            outbox.append(contentsOf: head[sent...])
+            if sendsBody { outbox.append(contentsOf: body) }
+        } else {
+            outbox.append(contentsOf: body[(sent - head.count)...])
+        }
+        front.returnHeadBuffer(head)
+        outboxSent = 0
+        phase = .writing
+        event_add(writeEvent, nil)
+        arm(.write, after: front.configuration.idleTimeout)
+    }
+
+    fileprivate func writable() {
+        guard phase == .writing else { return }
+        let written = outbox.withUnsafeBytes { bytes in
+            gw_write2(fd, bytes.baseAddress! + outboxSent, bytes.count - outboxSent, nil, 0)
+        }
+        if written == -Int(EAGAIN) { return }
+        guard written > 0 else { close(); return }
+        outboxSent += written
+        guard outboxSent == outbox.count else { return }
+        event_del(writeEvent)
+        outbox = []
+        outboxSent = 0
+        answerWritten()
+    }
+
+    private func answerWritten() {
+        if closeAfterAnswer {
+            startLingering()
+            return
+        }
+        phase = .reading
+        enableReading(true)
+        arm(.idle, after: front.configuration.idleTimeout)
+        // An answer given while the handler was still being called comes
+        // back here; `readable` then picks up the leftover, without recursion.
+        if !leftover.isEmpty && !isDispatching { consumeLeftover() }
+    }
+
+    /// Shuts our side, then reads and drops what the client still sends,
+    /// until it closes or the linger deadline: closing with unread bytes
+    /// would send a reset, which can destroy the answer before it is read.
+    private func startLingering() {
+        phase = .lingering
+        leftover = []
+        _ = gw_shutdown_write(fd)
+        enableReading(true)
+        arm(.linger, after: front.configuration.lingerTimeout)
+    }
+
+    // MARK: - Deadlines
+
+    /// One libevent timer serves every deadline: it is re-armed only when a
+    /// new deadline is earlier than the one it is set for, and on firing
+    /// early it re-arms for what is left (as nginx's timers do).
+    private func arm(_ kind: Deadline, after duration: Duration) {
+        let now = ContinuousClock.now
+        let newDeadline = now + duration
+        deadline = newDeadline
+        deadlineKind = kind
+        if let armed = timerArmedUntil, armed <= newDeadline { return }
+        setTimer(after: duration, until: newDeadline)
+    }
+
+    private func setTimer(after duration: Duration, until instant: ContinuousClock.Instant) {
+        let (seconds, attoseconds) = max(.zero, duration).components
+        var interval = timeval(tv_sec: Int(seconds), tv_usec: Int(attoseconds / 1_000_000_000_000))
+        event_add(timerEvent, &interval)
+        timerArmedUntil = instant
+    }
+
+    fileprivate func timerFired() {
+        timerArmedUntil = nil
+        guard let deadline, phase != .closed else { return }
+        let now = ContinuousClock.now
+        if now < deadline {
+            setTimer(after: deadline - now, until: deadline)
+            return
+        }
+        self.deadline = nil
+        switch deadlineKind {
+        case .idle, .write, .linger:
+            close()
+        case .read:
+            guard phase == .reading else { return }
+            let milliseconds = front.configuration.readTimeout.components.seconds * 1000
+                + front.configuration.readTimeout.components.attoseconds / 1_000_000_000_000_000
+            answer(HTTPFramingError(status: 408, message: "the request's header and body did not arrive within \(milliseconds) ms"))
+        }
+    }
+
+    // MARK: - Closing
+
+    private func enableReading(_ enabled: Bool) {
+        guard enabled != isReadingEnabled, let readEvent else { return }
+        isReadingEnabled = enabled
+        if enabled { event_add(readEvent, nil) } else { event_del(readEvent) }
+    }
+
+    /// Closes the socket and frees the events; an answer that comes later
+    /// is dropped. Idempotent.
+    func close() {
+        guard phase != .closed else { return }
+        phase = .closed
+        deadline = nil
+        for event in [readEvent, writeEvent, timerEvent] {
+            if let event { event_free(event) }
+        }
+        readEvent = nil
+        writeEvent = nil
+        timerEvent = nil
+        _ = Glibc.close(fd)
+        leftover = []
+        outbox = []
+        front.connectionClosed(self)
+    }
+}
+
+private func connectionReadable(_ fd: Int32, _ what: Int16, _ context: UnsafeMutableRawPointer?) {
+    guard let context else { preconditionFailure("read event without its connection") }
+    Unmanaged<HTTPConnection>.fromOpaque(context).takeUnretainedValue().readable()
+}
+
+private func connectionWritable(_ fd: Int32, _ what: Int16, _ context: UnsafeMutableRawPointer?) {
+    guard let context else { preconditionFailure("write event without its connection") }
+    Unmanaged<HTTPConnection>.fromOpaque(context).takeUnretainedValue().writable()
+}
+
+private func connectionTimerFired(_ fd: Int32, _ what: Int16, _ context: UnsafeMutableRawPointer?) {
+    guard let context else { preconditionFailure("timer without its connection") }
+    Unmanaged<HTTPConnection>.fromOpaque(context).takeUnretainedValue().timerFired()
+}

@@ -1,0 +1,47 @@
+/// The right and the duty to answer one request, exactly once.
+///
+/// It cannot be copied, and each way of answering consumes it, so a second
+/// answer does not compile. One dropped without answering (a bug) answers
+/// `500` as it goes, so the client is never left waiting.
+public struct HTTPResponder: ~Copyable, @unchecked Sendable {
+    // @unchecked: the connection is loop-bound and `respond` hops to its loop.
+    // Unmanaged (a retained reference) because `discard self` needs fields
+    // that are trivially destroyed; every path takes the reference back once.
+    private let connection: Unmanaged<HTTPConnection>
+    private let serial: UInt64
+
+    init(connection: HTTPConnection, serial: UInt64) {
+        self.connection = Unmanaged.passRetained(connection)
+        self.serial = serial
+    }
+
+    /// Sends `response`, from any thread.
+    public consuming func send(_ response: HTTPResponse) {
+        let connection = self.connection.takeRetainedValue()
+        let serial = self.serial
+        discard self
+        connection.respond(serial: serial, with: response)
+    }
+
+    /// Runs `work` in a task on the loop that accepted the request (so the
+    /// call and its answer never leave that thread), and sends what it
+    /// returns.
+    public consuming func send(after work: @escaping @Sendable () async -> HTTPResponse) {
+        let connection = self.connection.takeRetainedValue()
+        let serial = self.serial
+        discard self
+        Task(executorPreference: connection.loop) {
+            let response = await work()
+            connection.respond(serial: serial, with: response)
+        }
+    }
+
+    deinit {
+        let connection = self.connection.takeRetainedValue()
+        connection.respond(serial: serial, with: HTTPResponse(
+            status: 500,
+            headers: ["Content-Type": "application/json"],
+            body: Array(#"{"error":{"status":500,"message":"the request was not answered"}}"#.utf8)
+        ))
+    }
+}

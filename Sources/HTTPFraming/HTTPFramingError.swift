@@ -1,0 +1,20 @@
+/// Why a request cannot be read as HTTP/1.1: the status to answer and a
+/// message naming what was wrong. After any of these the connection closes,
+/// since the rest of its bytes can no longer be framed safely.
+public struct HTTPFramingError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// `400`, `413`, `417`, `431`, `501` or `505`.
+    public let status: Int
+    /// What was wrong, for the client; never echoes more than a few bytes.
+    public let message: String
+
+    public init(status: Int, message: String) {
+        self.status = status
+        self.message = message
+    }
+
+    public var description: String { "\(status): \(message)" }
+
+    static func badRequest(_ message: String) -> HTTPFramingError {
+        HTTPFramingError(status: 400, message: message)
+    }
+}

@@ -1,0 +1,289 @@
+/// Reads HTTP/1.1 requests from a byte stream, strictly (RFC 9112).
+///
+/// Pure: no I/O, no clock. The connection feeds it whatever the socket gave;
+/// it returns how many bytes it used and what they completed. It refuses,
+/// rather than guesses at, every message whose framing two parsers could
+/// read differently (request smuggling): repeated or non-numeric
+/// `Content-Length`, `Content-Length` with `Transfer-Encoding`, a transfer
+/// coding other than `chunked`, bare CR or LF, whitespace before a colon,
+/// folded lines, malformed chunks, a missing or repeated `Host`.
+///
+/// Memory is bounded by the limits: the head is kept until complete (at
+/// most `maxHeaderBytes`), the body until complete (at most `maxBodyBytes`).
+public struct HTTPRequestParser: Sendable {
+    public struct Limits: Sendable, Equatable {
+        /// Request line plus header section (and a chunked body's trailer).
+        public var maxHeaderBytes: Int
+        /// Most header fields in one request.
+        public var maxHeaderFields: Int
+        /// Largest body, declared or chunked.
+        public var maxBodyBytes: Int
+
+        public init(maxHeaderBytes: Int = 16384, maxHeaderFields: Int = 100, maxBodyBytes: Int = 65536) {
+            self.maxHeaderBytes = maxHeaderBytes
+            self.maxHeaderFields = maxHeaderFields
+            self.maxBodyBytes = maxBodyBytes
+        }
+    }
+
+    /// What the bytes given to ``parse(_:)`` completed.
+    public enum Event: Sendable {
+        /// Every byte was used; the request is not complete yet.
+        case needMore
+        /// The head asked for `100 Continue` and its body has yet to come.
+        case continueExpected
+        /// One whole request. Bytes after it were not used: they belong to
+        /// the next request on the connection.
+        case request(HTTPRequestHead, body: [UInt8])
+        /// The stream cannot be framed; answer `error.status` and close.
+        case failed(HTTPFramingError)
+    }
+
+    private enum ChunkPhase {
+        case sizeLine
+        case data(remaining: Int)
+        case dataCR
+        case dataLF
+        case trailer
+    }
+
+    private enum State {
+        case head
+        case fixedBody(HTTPRequestHead, remaining: Int)
+        case chunkedBody(HTTPRequestHead, ChunkPhase)
+        case failed(HTTPFramingError)
+    }
+
+    public let limits: Limits
+    private var state: State = .head
+    /// Head bytes of a head split over several reads; also the current
+    /// chunk-size or trailer line.
+    private var pending: [UInt8] = []
+    private var trailerBytes = 0
+    private var body: [UInt8] = []
+
+    public init(limits: Limits) {
+        self.limits = limits
+    }
+
+    /// Whether part of a request has arrived (the read deadline runs).
+    public var isInsideRequest: Bool {
+        if case .head = state { return !pending.isEmpty }
+        return true
+    }
+
+    /// Reads as much of `bytes` as the current request needs.
+    public mutating func parse(_ bytes: UnsafeRawBufferPointer) -> (consumed: Int, event: Event) {
+        var offset = 0
+        while true {
+            switch state {
+            case .failed(let error):
+                return (offset, .failed(error))
+            case .head:
+                let (used, head) = readHead(UnsafeRawBufferPointer(rebasing: bytes[offset...]))
+                offset += used
+                guard let head else {
+                    if case .failed(let error) = state { return (offset, .failed(error)) }
+                    return (offset, .needMore)
+                }
+                switch head.bodyFraming {
+                case .none:
+                    return (offset, .request(head, body: []))
+                case .length(let length):
+                    body = []
+                    body.reserveCapacity(length)
+                    state = .fixedBody(head, remaining: length)
+                case .chunked:
+                    body = []
+                    trailerBytes = 0
+                    state = .chunkedBody(head, .sizeLine)
+                }
+                if head.expectsContinue && offset == bytes.count {
+                    return (offset, .continueExpected)
+                }
+            case .fixedBody(let head, let remaining):
+                let take = min(remaining, bytes.count - offset)
+                body.append(contentsOf: UnsafeRawBufferPointer(rebasing: bytes[offset..<(offset + take)]))
+                offset += take
+                if take == remaining {
+                    state = .head
+                    return (offset, .request(head, body: takeBody()))
+                }
+                state = .fixedBody(head, remaining: remaining - take)
+                return (offset, .needMore)
+            case .chunkedBody(let head, let phase):
+                let (used, finished) = readChunked(head, phase, UnsafeRawBufferPointer(rebasing: bytes[offset...]))
+                offset += used
+                if finished {
+                    state = .head
+                    return (offset, .request(head, body: takeBody()))
+                }
+                if case .failed(let error) = state { return (offset, .failed(error)) }
+                return (offset, .needMore)
+            }
+        }
+    }
+
+    private mutating func takeBody() -> [UInt8] {
+        defer { body = [] }
+        return body
+    }
+
+    private mutating func fail(_ error: HTTPFramingError) {
+        state = .failed(error)
+        pending = []
+        body = []
+    }
+
+    // MARK: - Head
+
+    /// Finds the end of the head (the empty line), checking every line ends
+    /// in CRLF; parses it once complete.
+    private mutating func readHead(_ bytes: UnsafeRawBufferPointer) -> (Int, HTTPRequestHead?) {
+        var start = 0
+        // RFC 9112 section 2.2: ignore empty lines before the request line.
+        if pending.isEmpty {
+            while start + 1 < bytes.count, bytes[start] == ASCII.cr, bytes[start + 1] == ASCII.lf { start += 2 }
+        }
+        let previousCount = pending.count
+        var end: Int?
+        var index = start
+        while index < bytes.count {
+            guard bytes[index] == ASCII.lf else { index += 1; continue }
+            let before = index - start + previousCount
+            let previous = index > start ? bytes[index - 1] : pending.last
+            guard previous == ASCII.cr else {
+                fail(.badRequest("a line ends in a bare LF; lines end in CRLF"))
+                return (index + 1, nil)
+            }
+            // The empty line: LF, CR, LF.
+            if before >= 2 {
+                let twoBack = index - 2 >= start ? bytes[index - 2] : pending[previousCount + (index - 2 - start)]
+                if twoBack == ASCII.lf { end = index + 1; break }
+            }
+            index += 1
+        }
+        let used = (end ?? bytes.count)
+        if previousCount + (used - start) > limits.maxHeaderBytes {
+            fail(HTTPFramingError(status: 431, message: "the request line and headers are larger than \(limits.maxHeaderBytes) bytes"))
+            return (used, nil)
+        }
+        guard let end else {
+            pending.append(contentsOf: UnsafeRawBufferPointer(rebasing: bytes[start...]))
+            return (bytes.count, nil)
+        }
+        let parsed: Result<HTTPRequestHead, HTTPFramingError>
+        if previousCount == 0 {
+            parsed = HeadParser.parse(UnsafeRawBufferPointer(rebasing: bytes[start..<end]), limits: limits)
+        } else {
+            pending.append(contentsOf: UnsafeRawBufferPointer(rebasing: bytes[start..<end]))
+            parsed = pending.withUnsafeBytes { HeadParser.parse($0, limits: limits) }
+            pending.removeAll(keepingCapacity: true)
+        }
+        switch parsed {
+        case .success(let head): return (end, head)
+        case .failure(let error):
+            fail(error)
+            return (end, nil)
+        }
+    }
+
+    // MARK: - Chunked body
+
+    /// Reads chunks; true once the last chunk and its trailer are in.
+    private mutating func readChunked(_ head: HTTPRequestHead, _ phase: ChunkPhase, _ bytes: UnsafeRawBufferPointer) -> (Int, Bool) {
+        var phase = phase
+        var offset = 0
+        defer {
+            if case .chunkedBody = state { state = .chunkedBody(head, phase) }
+        }
+        while offset < bytes.count {
+            switch phase {
+            case .sizeLine, .trailer:
+                let isTrailer = if case .trailer = phase { true } else { false }
+                guard let lf = bytes[offset...].firstIndex(of: ASCII.lf) else {
+                    pending.append(contentsOf: UnsafeRawBufferPointer(rebasing: bytes[offset...]))
+                    if isTrailer { trailerBytes += bytes.count - offset }
+                    if pending.count > 1024 && !isTrailer {
+                        fail(.badRequest("a chunk-size line is longer than 1024 bytes"))
+                    } else if trailerBytes > limits.maxHeaderBytes {
+                        fail(HTTPFramingError(status: 431, message: "the chunked trailer is larger than \(limits.maxHeaderBytes) bytes"))
+                    }
+                    return (bytes.count, false)
+                }
+                pending.append(contentsOf: UnsafeRawBufferPointer(rebasing: bytes[offset...lf]))
+                if isTrailer { trailerBytes += lf + 1 - offset }
+                offset = lf + 1
+                let line = pending
+                pending.removeAll(keepingCapacity: true)
+                guard line.count >= 2, line[line.count - 2] == ASCII.cr else {
+                    fail(.badRequest("a line of the chunked body ends in a bare LF; lines end in CRLF"))
+                    return (offset, false)
+                }
+                if isTrailer {
+                    if trailerBytes > limits.maxHeaderBytes {
+                        fail(HTTPFramingError(status: 431, message: "the chunked trailer is larger than \(limits.maxHeaderBytes) bytes"))
+                        return (offset, false)
+                    }
+                    if line.count == 2 { return (offset, true) }
+                    if let error = line.withUnsafeBytes({ HeadParser.checkTrailerField(UnsafeRawBufferPointer(rebasing: $0[..<(line.count - 2)])) }) {
+                        fail(error)
+                        return (offset, false)
+                    }
+                    continue
+                }
+                switch line.withUnsafeBytes({ Self.chunkSize(UnsafeRawBufferPointer(rebasing: $0[..<(line.count - 2)])) }) {
+                case .failure(let error):
+                    fail(error)
+                    return (offset, false)
+                case .success(0):
+                    phase = .trailer
+                case .success(let size):
+                    guard size <= limits.maxBodyBytes - body.count else {
+                        fail(HTTPFramingError(status: 413, message: "the request body is larger than \(limits.maxBodyBytes) bytes"))
+                        return (offset, false)
+                    }
+                    phase = .data(remaining: size)
+                }
+            case .data(let remaining):
+                let take = min(remaining, bytes.count - offset)
+                body.append(contentsOf: UnsafeRawBufferPointer(rebasing: bytes[offset..<(offset + take)]))
+                offset += take
+                phase = take == remaining ? .dataCR : .data(remaining: remaining - take)
+            case .dataCR, .dataLF:
+                let expected = if case .dataCR = phase { ASCII.cr } else { ASCII.lf }
+                guard bytes[offset] == expected else {
+                    fail(.badRequest("chunk data is not followed by CRLF"))
+                    return (offset, false)
+                }
+                offset += 1
+                phase = expected == ASCII.cr ? .dataLF : .sizeLine
+            }
+        }
+        return (offset, false)
+    }
+
+    /// `chunk-size [ chunk-ext ]` (RFC 9112 section 7.1): hex digits, then
+    /// nothing or extensions that start with `;`.
+    static func chunkSize(_ line: UnsafeRawBufferPointer) -> Result<Int, HTTPFramingError> {
+        var size = 0
+        var index = 0
+        while index < line.count, let digit = ASCII.hexValue(line[index]) {
+            guard size <= (Int.max - digit) / 16 else {
+                return .failure(HTTPFramingError(status: 413, message: "a chunk size does not fit in 63 bits"))
+            }
+            size = size * 16 + digit
+            index += 1
+        }
+        guard index > 0 else { return .failure(.badRequest("a chunk size is not hexadecimal digits")) }
+        var rest = index
+        while rest < line.count, line[rest] == ASCII.space || line[rest] == ASCII.tab { rest += 1 }
+        guard rest == line.count || line[rest] == ASCII.semicolon else {
+            return .failure(.badRequest("a chunk size is followed by something other than an extension"))
+        }
+        for byte in line[rest...] where !ASCII.isFieldValueByte(byte) {
+            return .failure(.badRequest("a chunk extension holds a control character"))
+        }
+        return .success(size)
+    }
+}
