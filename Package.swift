@@ -110,7 +110,11 @@ let package = Package(
         ),
 
         // MARK: Tests.
-        .testTarget(name: "EventTransportTests", dependencies: ["EventTransport", "HTTPFraming"], swiftSettings: testSwift),
+        .testTarget(
+            name: "EventTransportTests",
+            dependencies: ["EventTransport", "HTTPFraming", .product(name: "Logging", package: "swift-log")],
+            swiftSettings: testSwift
+        ),
         .testTarget(name: "HTTPFramingTests", dependencies: ["HTTPFraming"], swiftSettings: testSwift),
         .testTarget(name: "JSONRPCTests", dependencies: ["JSONRPC"], swiftSettings: testSwift),
         .testTarget(name: "ProductsDomainTests", dependencies: ["ProductsDomain", "JSONRPC"], swiftSettings: testSwift),

@@ -64,10 +64,6 @@ final class HTTPConnection: @unchecked Sendable {
         return true
     }
 
-    /// No request in progress and nothing to answer: safe to close when
-    /// the server drains.
-    var isIdle: Bool { phase == .reading && !parser.isInsideRequest && leftover.isEmpty }
-
     // MARK: - Reading
 
     fileprivate func readable() {
@@ -159,7 +155,8 @@ final class HTTPConnection: @unchecked Sendable {
         enableReading(false)
         leftover = []
         answeringHead = false
-        write(status: error.status, headers: ["Content-Type": "application/json"], body: Self.problemBody(error), close: true)
+        let response = front.server.problemResponder(error)
+        write(status: response.status, headers: response.headers, body: response.body, close: true)
     }
 
     /// `{"error":{"status":N,"message":"..."}}`, the contract's HTTP error body.

@@ -10,6 +10,11 @@ import Synchronization
 /// now, or `send(after:)` for work that awaits).
 public typealias HTTPRequestHandler = @Sendable (HTTPServerRequest, consuming HTTPResponder) -> Void
 
+/// The answer to a request that cannot be read (``HTTPFramingError``), or
+/// to one that took too long to arrive (`408`). The server adds
+/// `Connection: close` and closes after it.
+public typealias HTTPProblemResponder = @Sendable (HTTPFramingError) -> HTTPResponse
+
 /// The gateway's HTTP/1.1 front: strict framing (``HTTPRequestParser``),
 /// per-connection deadlines, and a cap on connections.
 ///
@@ -21,6 +26,7 @@ public typealias HTTPRequestHandler = @Sendable (HTTPServerRequest, consuming HT
 public final class HTTPServer: Sendable {
     let configuration: HTTPServerConfiguration
     let handler: HTTPRequestHandler
+    let problemResponder: HTTPProblemResponder
     let logger: Logger
     private let group: EventLoopGroup
     private let fronts = Mutex<[LoopHTTPFront]>([])
@@ -28,11 +34,26 @@ public final class HTTPServer: Sendable {
     private let open = Atomic<Int>(0)
     private let rejected = Atomic<Int>(0)
 
-    public init(group: EventLoopGroup, configuration: HTTPServerConfiguration, logger: Logger, handler: @escaping HTTPRequestHandler) {
+    /// - Parameters:
+    ///   - problemResponder: answers requests the server refuses itself;
+    ///     the default is the contract's JSON error body.
+    public init(
+        group: EventLoopGroup,
+        configuration: HTTPServerConfiguration,
+        logger: Logger,
+        problemResponder: @escaping HTTPProblemResponder = HTTPServer.problemResponse,
+        handler: @escaping HTTPRequestHandler
+    ) {
         self.group = group
         self.configuration = configuration
         self.logger = logger
+        self.problemResponder = problemResponder
         self.handler = handler
+    }
+
+    /// `{"error":{"status":N,"message":"..."}}` as `application/json`.
+    public static func problemResponse(_ error: HTTPFramingError) -> HTTPResponse {
+        HTTPResponse(status: error.status, headers: ["Content-Type": "application/json"], body: HTTPConnection.problemBody(error))
     }
 
     /// Client connections open now (`gateway_connections_open`).
@@ -83,9 +104,11 @@ public final class HTTPServer: Sendable {
         return port
     }
 
-    /// Stops taking connections (the listeners close), closes connections
-    /// that have no request in progress, and marks every later answer
-    /// `Connection: close`. Requests in flight still get their answers.
+    /// Stops taking connections (the listeners close) and marks every later
+    /// answer `Connection: close`, so keep-alive clients move on after their
+    /// next answer. Requests in flight still get their answers. Idle
+    /// connections are left open until ``stop()``: closing one could race a
+    /// request its client is sending at that moment.
     public func beginDraining() {
         draining.store(true, ordering: .relaxed)
         for front in fronts.withLock({ $0 }) {
@@ -276,9 +299,6 @@ final class LoopHTTPFront: @unchecked Sendable {
     func drain() {
         loop.preconditionInEventLoop()
         closeListener()
-        for connection in connections.values where connection.isIdle {
-            connection.close()
-        }
     }
 
     func stop() {

@@ -110,6 +110,7 @@ public final class GatewayApplication: Sendable {
                 maxConnections: configuration.maxConnections
             ),
             logger: logger,
+            problemResponder: GatewayHTTPHandler.framingProblem,
             handler: { request, responder in handler.handle(request, responder: responder) }
         )
         self.server = server

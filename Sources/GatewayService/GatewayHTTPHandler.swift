@@ -92,6 +92,18 @@ final class GatewayHTTPHandler: Sendable {
         }
     }
 
+    /// The answer to a request the HTTP front refused while reading it:
+    /// the contract's error body, naming the setting behind the limit, and
+    /// a fresh `X-Request-Id` (the request's own could not be trusted).
+    @Sendable static func framingProblem(_ error: HTTPFramingError) -> HTTPResponse {
+        let setting = switch error.status {
+        case 408: " (GATEWAY_READ_TIMEOUT_MS)"
+        case 413: " (GATEWAY_MAX_BODY_BYTES)"
+        default: ""
+        }
+        return problem(error.status, error.message + setting, headers: ["X-Request-Id": RequestID.generate()])
+    }
+
     /// `application/json`, with or without parameters such as `charset`.
     static func isJSON(_ contentType: String) -> Bool {
         let mediaType = contentType.split(separator: ";", maxSplits: 1, omittingEmptySubsequences: false).first ?? ""

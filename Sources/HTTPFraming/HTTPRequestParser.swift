@@ -60,6 +60,8 @@ public struct HTTPRequestParser: Sendable {
     /// chunk-size or trailer line.
     private var pending: [UInt8] = []
     private var trailerBytes = 0
+    /// CR and LF bytes seen before the request line.
+    private var leadingEmptyBytes = 0
     private var body: [UInt8] = []
 
     public init(limits: Limits) {
@@ -68,7 +70,7 @@ public struct HTTPRequestParser: Sendable {
 
     /// Whether part of a request has arrived (the read deadline runs).
     public var isInsideRequest: Bool {
-        if case .head = state { return !pending.isEmpty }
+        if case .head = state { return !pending.isEmpty || leadingEmptyBytes > 0 }
         return true
     }
 
@@ -141,10 +143,29 @@ public struct HTTPRequestParser: Sendable {
     /// in CRLF; parses it once complete.
     private mutating func readHead(_ bytes: UnsafeRawBufferPointer) -> (Int, HTTPRequestHead?) {
         var start = 0
-        // RFC 9112 section 2.2: ignore empty lines before the request line.
-        if pending.isEmpty {
-            while start + 1 < bytes.count, bytes[start] == ASCII.cr, bytes[start + 1] == ASCII.lf { start += 2 }
+        // RFC 9112 section 2.2: ignore empty lines before the request line
+        // (a few: they are the start of a request, under its deadline).
+        while pending.isEmpty, start < bytes.count {
+            let byte = bytes[start]
+            if leadingEmptyBytes % 2 == 1 {
+                guard byte == ASCII.lf else {
+                    fail(.badRequest("a bare CR before the request line"))
+                    return (start, nil)
+                }
+            } else if byte == ASCII.lf {
+                fail(.badRequest("a line ends in a bare LF; lines end in CRLF"))
+                return (start, nil)
+            } else if byte != ASCII.cr {
+                break
+            }
+            leadingEmptyBytes += 1
+            start += 1
+            if leadingEmptyBytes > 8 {
+                fail(.badRequest("more than 4 empty lines before the request line"))
+                return (start, nil)
+            }
         }
+        if start == bytes.count && pending.isEmpty { return (start, nil) }
         let previousCount = pending.count
         var end: Int?
         var index = start
@@ -172,6 +193,7 @@ public struct HTTPRequestParser: Sendable {
             pending.append(contentsOf: UnsafeRawBufferPointer(rebasing: bytes[start...]))
             return (bytes.count, nil)
         }
+        leadingEmptyBytes = 0
         let parsed: Result<HTTPRequestHead, HTTPFramingError>
         if previousCount == 0 {
             parsed = HeadParser.parse(UnsafeRawBufferPointer(rebasing: bytes[start..<end]), limits: limits)

@@ -163,8 +163,9 @@ enum HeadParser {
         }
         var length = 0
         for digit in value {
-            // Anything past 2^62 is over every limit; keep it from overflowing.
-            length = min(length * 10 + Int(digit - ASCII.zero), 1 << 62)
+            // Anything past 2^59 is over every limit; stop before overflowing.
+            guard length < 1 << 59 else { break }
+            length = length * 10 + Int(digit - ASCII.zero)
         }
         return .success(length)
     }

@@ -45,6 +45,9 @@ struct GatewayConfigurationTests {
         #expect(configuration.maxBatch == 50)
         #expect(configuration.maxBodyBytes == 65536)
         #expect(configuration.requestTimeoutMS == 5000)
+        #expect(configuration.readTimeoutMS == 10_000)
+        #expect(configuration.idleTimeoutMS == 60_000)
+        #expect(configuration.maxConnections == 1024)
         #expect(configuration.apiKeys.isEmpty)
         #expect(configuration.upstreamTimeoutMS == 2000)
         #expect(configuration.upstreamMaxIDs == 50)
@@ -77,6 +80,9 @@ struct GatewayConfigurationTests {
             "GATEWAY_MAX_BATCH": "5",
             "GATEWAY_MAX_BODY_BYTES": "1024",
             "GATEWAY_REQUEST_TIMEOUT_MS": "1500",
+            "GATEWAY_READ_TIMEOUT_MS": "2500",
+            "GATEWAY_IDLE_TIMEOUT_MS": "7000",
+            "GATEWAY_MAX_CONNECTIONS": "64",
             "GATEWAY_API_KEYS": "key-0123456789abcdef, key-fedcba9876543210",
             "UPSTREAM_TIMEOUT_MS": "300",
             "UPSTREAM_MAX_IDS": "10",
@@ -96,6 +102,9 @@ struct GatewayConfigurationTests {
         #expect(configuration.maxBatch == 5)
         #expect(configuration.maxBodyBytes == 1024)
         #expect(configuration.requestTimeoutMS == 1500)
+        #expect(configuration.readTimeoutMS == 2500)
+        #expect(configuration.idleTimeoutMS == 7000)
+        #expect(configuration.maxConnections == 64)
         #expect(configuration.apiKeys == ["key-0123456789abcdef", "key-fedcba9876543210"])
         #expect(configuration.upstreamTimeoutMS == 300)
         #expect(configuration.upstreamMaxIDs == 10)
@@ -131,6 +140,11 @@ struct GatewayConfigurationTests {
         ("GATEWAY_MAX_BODY_BYTES", "12"),
         ("GATEWAY_REQUEST_TIMEOUT_MS", "0"),
         ("GATEWAY_REQUEST_TIMEOUT_MS", "1.5"),
+        ("GATEWAY_READ_TIMEOUT_MS", "0"),
+        ("GATEWAY_READ_TIMEOUT_MS", "10s"),
+        ("GATEWAY_IDLE_TIMEOUT_MS", "-1"),
+        ("GATEWAY_MAX_CONNECTIONS", "0"),
+        ("GATEWAY_MAX_CONNECTIONS", "many"),
         ("UPSTREAM_TIMEOUT_MS", "soon"),
         ("UPSTREAM_MAX_IDS", "0"),
         ("UPSTREAM_CONCURRENCY", "0"),

@@ -1,0 +1,215 @@
+import EventTransport
+import Foundation
+import Logging
+import Testing
+
+/// A real ``HTTPServer`` on a free port, answering:
+/// - `/echo`: `200` with `METHOD path bodyLength`;
+/// - `/drop`: never answers (the responder is dropped);
+/// - `/big`: after 200 ms, an 8 MiB body.
+final class ServerUnderTest: Sendable {
+    let group: EventLoopGroup
+    let server: HTTPServer
+    let port: Int
+
+    init(_ configure: (inout HTTPServerConfiguration) -> Void = { _ in }) throws {
+        var configuration = HTTPServerConfiguration(host: "127.0.0.1", port: 0)
+        configure(&configuration)
+        group = try EventLoopGroup(count: 1, namePrefix: "http-test")
+        server = HTTPServer(group: group, configuration: configuration, logger: Logger(label: "http-test")) { request, responder in
+            switch request.path {
+            case "/drop":
+                _ = consume responder
+            case "/big":
+                let loop = request.loop!
+                responder.send {
+                    await loop.sleep(for: .milliseconds(200))
+                    return HTTPResponse(status: 200, body: [UInt8](repeating: 0x61, count: 8 << 20))
+                }
+            default:
+                responder.send(HTTPResponse(status: 200, headers: ["Content-Type": "text/plain"], body: Array("\(request.method) \(request.path) \(request.body.count)".utf8)))
+            }
+        }
+        port = try server.start()
+    }
+
+    func stop() {
+        server.stop()
+        group.shutdown()
+    }
+}
+
+/// Polls `condition` for up to two seconds.
+func eventually(_ condition: () -> Bool) async -> Bool {
+    for _ in 0..<200 {
+        if condition() { return true }
+        try? await Task.sleep(for: .milliseconds(10))
+    }
+    return condition()
+}
+
+func body(of response: String) -> String {
+    guard let range = response.range(of: "\r\n\r\n") else { return "" }
+    return String(response[range.upperBound...])
+}
+
+func statusLine(of response: String) -> String {
+    response.components(separatedBy: "\r\n").first ?? ""
+}
+
+@Suite(.serialized) struct HTTPServerTests {
+    @Test func aFramingErrorIsAnsweredInJSONAndTheConnectionCloses() async throws {
+        let subject = try ServerUnderTest()
+        defer { subject.stop() }
+        let socket = try RawSocket(port: subject.port)
+        socket.send("POST /echo HTTP/1.1\r\nHost: a\r\nContent-Length: 2\r\nContent-Length: 30\r\n\r\n{}GET /echo HTTP/1.1\r\nHost: a\r\n\r\n")
+        let reading = socket.readToEnd()
+        #expect(statusLine(of: reading.text) == "HTTP/1.1 400 Bad Request")
+        #expect(reading.text.contains("\r\nConnection: close\r\n"))
+        #expect(reading.text.contains("\r\nContent-Type: application/json\r\n"))
+        #expect(body(of: reading.text) == #"{"error":{"status":400,"message":"more than one Content-Length field"}}"#)
+        #expect(reading.end == .closed)
+
+        let next = try RawSocket(port: subject.port)
+        next.send("GET /echo HTTP/1.1\r\nHost: a\r\n\r\n")
+        #expect(next.readResponses(1).map(body(of:)) == ["GET /echo 0"])
+    }
+
+    @Test func pipelinedRequestsAreAnsweredInOrder() async throws {
+        let subject = try ServerUnderTest()
+        defer { subject.stop() }
+        let socket = try RawSocket(port: subject.port)
+        socket.send("GET /echo HTTP/1.1\r\nHost: a\r\n\r\nPOST /echo HTTP/1.1\r\nHost: a\r\nContent-Length: 3\r\n\r\nabcPUT /echo HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nab\r\n0\r\n\r\n")
+        #expect(socket.readResponses(3).map(body(of:)) == ["GET /echo 0", "POST /echo 3", "PUT /echo 2"])
+    }
+
+    /// The read deadline runs from a request's first byte: dripping bytes
+    /// does not extend it.
+    @Test func aRequestDrippedPastTheReadDeadlineGets408() async throws {
+        let subject = try ServerUnderTest { $0.readTimeout = .milliseconds(300) }
+        defer { subject.stop() }
+        let socket = try RawSocket(port: subject.port)
+        var dripped = 0
+        for byte in "GET /echo HTTP/1.1\r\nHost: a\r\n".utf8 {
+            guard socket.send([byte]) else { break }
+            dripped += 1
+            try await Task.sleep(for: .milliseconds(50))
+            if dripped == 20 { break }
+        }
+        let reading = socket.readToEnd()
+        #expect(statusLine(of: reading.text) == "HTTP/1.1 408 Request Timeout")
+        #expect(body(of: reading.text) == #"{"error":{"status":408,"message":"the request's header and body did not arrive within 300 ms"}}"#)
+        #expect(reading.end == .closed)
+    }
+
+    @Test func anIdleConnectionIsClosedAfterTheIdleDeadline() async throws {
+        let subject = try ServerUnderTest { $0.idleTimeout = .milliseconds(200) }
+        defer { subject.stop() }
+        let silent = try RawSocket(port: subject.port)
+        #expect(silent.readToEnd().text == "")
+        let served = try RawSocket(port: subject.port)
+        served.send("GET /echo HTTP/1.1\r\nHost: a\r\n\r\n")
+        let reading = served.readToEnd()
+        #expect(body(of: reading.text) == "GET /echo 0")
+        #expect(reading.end == .closed)
+        #expect(await eventually { subject.server.openConnections == 0 })
+    }
+
+    @Test func connectionsPastTheCapAreTold503AndClosed() async throws {
+        let subject = try ServerUnderTest { $0.maxConnections = 2 }
+        defer { subject.stop() }
+        var first: RawSocket? = try RawSocket(port: subject.port)
+        let second = try RawSocket(port: subject.port)
+        for socket in [first!, second] {
+            socket.send("GET /echo HTTP/1.1\r\nHost: a\r\n\r\n")
+            #expect(socket.readResponses(1).count == 1)
+        }
+        #expect(subject.server.openConnections == 2)
+
+        let third = try RawSocket(port: subject.port)
+        let refused = third.readToEnd()
+        #expect(statusLine(of: refused.text) == "HTTP/1.1 503 Service Unavailable")
+        #expect(body(of: refused.text) == #"{"error":{"status":503,"message":"too many connections; retry later"}}"#)
+        #expect(subject.server.rejectedConnections == 1)
+        #expect(subject.server.openConnections == 2)
+
+        // A place frees up: the next connection is served.
+        first = nil
+        #expect(await eventually { subject.server.openConnections == 1 })
+        let fourth = try RawSocket(port: subject.port)
+        fourth.send("GET /echo HTTP/1.1\r\nHost: a\r\n\r\n")
+        #expect(fourth.readResponses(1).map(body(of:)) == ["GET /echo 0"])
+        _ = first
+    }
+
+    /// nginx's lingering close: the client sends its whole oversized body
+    /// without waiting, and still reads the 413 rather than a reset.
+    @Test func anOversizedBodySentInOneGoStillReadsThe413() async throws {
+        let subject = try ServerUnderTest { $0.limits.maxBodyBytes = 1024 }
+        defer { subject.stop() }
+        let socket = try RawSocket(port: subject.port)
+        let payload = Array("POST /echo HTTP/1.1\r\nHost: a\r\nContent-Length: 4194304\r\n\r\n".utf8) + [UInt8](repeating: 0x20, count: 4 << 20)
+        let sender = Thread { socket.send(payload) }
+        sender.start()
+        let reading = socket.readToEnd()
+        #expect(statusLine(of: reading.text) == "HTTP/1.1 413 Content Too Large")
+        #expect(body(of: reading.text) == #"{"error":{"status":413,"message":"the request body is larger than 1024 bytes"}}"#)
+        #expect(reading.end == .closed)
+    }
+
+    @Test func expectContinueGetsAnInterimAnswerThenTheAnswer() async throws {
+        let subject = try ServerUnderTest()
+        defer { subject.stop() }
+        let socket = try RawSocket(port: subject.port)
+        socket.send("POST /echo HTTP/1.1\r\nHost: a\r\nExpect: 100-continue\r\nContent-Length: 2\r\n\r\n")
+        var interim = [UInt8](repeating: 0, count: 25)
+        let count = interim.withUnsafeMutableBytes { recv(socket.fd, $0.baseAddress, $0.count, Int32(MSG_WAITALL)) }
+        #expect(count == 25)
+        #expect(String(decoding: interim, as: UTF8.self) == "HTTP/1.1 100 Continue\r\n\r\n")
+        socket.send("{}")
+        #expect(socket.readResponses(1).map(body(of:)) == ["POST /echo 2"])
+    }
+
+    @Test func aClientThatHangsUpMidAnswerLeavesTheServerServing() async throws {
+        let subject = try ServerUnderTest()
+        defer { subject.stop() }
+        do {
+            let socket = try RawSocket(port: subject.port)
+            socket.send("GET /big HTTP/1.1\r\nHost: a\r\n\r\n")
+            var start = [UInt8](repeating: 0, count: 100)
+            _ = start.withUnsafeMutableBytes { recv(socket.fd, $0.baseAddress, $0.count, 0) }
+            #expect(String(decoding: start.prefix(15), as: UTF8.self) == "HTTP/1.1 200 OK")
+        } // closed here, with most of the 8 MiB unread
+        #expect(await eventually { subject.server.openConnections == 0 })
+        let next = try RawSocket(port: subject.port)
+        next.send("GET /echo HTTP/1.1\r\nHost: a\r\n\r\n")
+        #expect(next.readResponses(1).map(body(of:)) == ["GET /echo 0"])
+    }
+
+    @Test func aResponderDroppedWithoutAnsweringAnswers500() async throws {
+        let subject = try ServerUnderTest()
+        defer { subject.stop() }
+        let socket = try RawSocket(port: subject.port)
+        socket.send("GET /drop HTTP/1.1\r\nHost: a\r\n\r\nGET /echo HTTP/1.1\r\nHost: a\r\n\r\n")
+        let responses = socket.readResponses(2)
+        #expect(responses.map(statusLine(of:)) == ["HTTP/1.1 500 Internal Server Error", "HTTP/1.1 200 OK"])
+        #expect(responses.first.map(body(of:)) == #"{"error":{"status":500,"message":"the request was not answered"}}"#)
+    }
+
+    @Test func drainingClosesKeptConnectionsAfterTheirNextAnswerAndTakesNoNewOnes() async throws {
+        let subject = try ServerUnderTest()
+        defer { subject.stop() }
+        let kept = try RawSocket(port: subject.port)
+        kept.send("GET /echo HTTP/1.1\r\nHost: a\r\n\r\n")
+        #expect(kept.readResponses(1).count == 1)
+        subject.server.beginDraining()
+        kept.send("HEAD /echo HTTP/1.1\r\nHost: a\r\n\r\n")
+        let last = kept.readToEnd()
+        #expect(last.text.hasPrefix("HTTP/1.1 200 OK\r\n"))
+        #expect(last.text.contains("\r\nConnection: close\r\n"))
+        #expect(last.text.contains("\r\nContent-Length: 12\r\n"))
+        #expect(body(of: last.text) == "") // HEAD: the length, not the body
+        #expect(last.end == .closed)
+        #expect(throws: RawSocketError.self) { try RawSocket(port: subject.port) }
+    }
+}

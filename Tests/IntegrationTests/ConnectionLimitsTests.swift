@@ -1,0 +1,91 @@
+import Foundation
+import Testing
+
+/// Contract section 1's framing, deadline and connection rules, through a
+/// whole gateway: what a client on the wire sees, and the metrics.
+@Suite(.serialized) struct ConnectionLimitsTests {
+    /// Each could be framed differently by a proxy in front: a 400 (or 501),
+    /// the contract's JSON body with a request id, and a closed connection.
+    @Test(arguments: [
+        ("Content-Length: 2\r\nContent-Length: 30", 400, "more than one Content-Length field"),
+        ("Content-Length: 2\r\nTransfer-Encoding: chunked", 400, "both Content-Length and Transfer-Encoding"),
+        ("Transfer-Encoding: gzip", 501, "the only transfer coding accepted is chunked"),
+        ("Content-Length : 2", 400, "whitespace between a header name and its colon"),
+    ])
+    func ambiguousFramingIsRefusedAndTheConnectionCloses(fields: String, status: Int, message: String) async throws {
+        let gateway = try RunningGateway.start()
+        let connection = try TestHTTPConnection(port: gateway.port)
+        try await connection.sendRaw(Array("POST /rpc HTTP/1.1\r\nHost: a\r\nContent-Type: application/json\r\n\(fields)\r\n\r\n{}GET /healthz HTTP/1.1\r\nHost: a\r\n\r\n".utf8))
+        let response = try await connection.readResponse()
+        let closed = await connection.isClosedByPeer()
+        let next = try await TestHTTP.get(port: gateway.port, path: "/healthz")
+        await gateway.stop()
+        #expect(response.status == status)
+        #expect(response.header("Content-Type") == "application/json")
+        #expect(response.header("Connection") == "close")
+        #expect(response.header("X-Request-Id")?.count == 32)
+        #expect(response.bodyText == #"{"error":{"status":\#(status),"message":"\#(message)"}}"#)
+        #expect(closed)
+        #expect(next.status == 200)
+    }
+
+    @Test func aRequestSlowerThanTheReadTimeoutGets408() async throws {
+        let gateway = try RunningGateway.start(["GATEWAY_READ_TIMEOUT_MS": "300"])
+        let connection = try TestHTTPConnection(port: gateway.port)
+        try await connection.sendRaw(Array("POST /rpc HTTP/1.1\r\nHost: a\r\nContent-Length: 40\r\n\r\n{\"jsonrpc\"".utf8))
+        let response = try await connection.readResponse()
+        let closed = await connection.isClosedByPeer()
+        await gateway.stop()
+        #expect(response.status == 408)
+        #expect(response.header("X-Request-Id")?.count == 32)
+        #expect(response.bodyText == #"{"error":{"status":408,"message":"the request's header and body did not arrive within 300 ms (GATEWAY_READ_TIMEOUT_MS)"}}"#)
+        #expect(closed)
+    }
+
+    @Test func anIdleConnectionIsClosedAfterTheIdleTimeout() async throws {
+        let gateway = try RunningGateway.start(["GATEWAY_IDLE_TIMEOUT_MS": "200"])
+        let connection = try TestHTTPConnection(port: gateway.port)
+        let first = try await connection.request("GET", "/healthz", contentType: nil)
+        let closed = await connection.isClosedByPeer()
+        await gateway.stop()
+        #expect(first.status == 200)
+        #expect(closed)
+    }
+
+    @Test func connectionsOverTheCapAreRefusedAndCounted() async throws {
+        let gateway = try RunningGateway.start(["GATEWAY_MAX_CONNECTIONS": "2", "GATEWAY_WORKERS": "1"])
+        let kept = try TestHTTPConnection(port: gateway.port)
+        #expect(try await kept.request("GET", "/healthz", contentType: nil).status == 200)
+        var second: TestHTTPConnection? = try TestHTTPConnection(port: gateway.port)
+        #expect(try await second?.request("GET", "/healthz", contentType: nil).status == 200)
+
+        let third = try TestHTTPConnection(port: gateway.port)
+        let refused = try await third.readResponse()
+        #expect(refused.status == 503)
+        #expect(refused.header("Connection") == "close")
+        #expect(refused.bodyText == #"{"error":{"status":503,"message":"too many connections; retry later"}}"#)
+        #expect(await third.isClosedByPeer())
+
+        second = nil
+        try await waitForEvent("the second connection to close") {
+            gateway.application.metrics.exposition().containsLine("gateway_connections_open 1.0")
+        }
+        // The freed place serves the scrape itself.
+        let metrics = try await gateway.metricsText()
+        await gateway.stop()
+        #expect(metrics.containsLine("gateway_connections_open 2.0"))
+        #expect(metrics.containsLine("gateway_connections_rejected_total 1"))
+    }
+}
+
+extension [UInt8] {
+    func containsLine(_ line: String) -> Bool {
+        String(decoding: self, as: UTF8.self).containsLine(line)
+    }
+}
+
+extension String {
+    func containsLine(_ line: String) -> Bool {
+        split(separator: "\n").contains { $0 == line }
+    }
+}
