@@ -75,10 +75,10 @@ public final class EventLoop: @unchecked Sendable {
     public init(name: String) throws(TransportError) {
         _ = ignoreBrokenPipes
         self.name = name
-        let config = try Libevent.check(event_config_new(), "event_config_new")
+        let config = try CCheck.pointer(event_config_new(), "event_config_new")
         defer { event_config_free(config) }
-        event_config_set_flag(config, Int32(EVENT_BASE_FLAG_NOLOCK.rawValue))
-        self.base = try Libevent.check(event_base_new_with_config(config), "event_base_new_with_config")
+        try CCheck.libevent(event_config_set_flag(config, Int32(EVENT_BASE_FLAG_NOLOCK.rawValue)), "event_config_set_flag")
+        self.base = try CCheck.pointer(event_base_new_with_config(config), "event_base_new_with_config")
         let fd = gw_eventfd_create()
         guard fd >= 0 else {
             event_base_free(base)
@@ -87,12 +87,10 @@ public final class EventLoop: @unchecked Sendable {
         self.wakeFD = fd
         let context = Unmanaged.passUnretained(self).toOpaque()
         let event = event_new(base, fd, Int16(EV_READ | EV_PERSIST), eventLoopWakeCallback, context)
-        guard let event, event_add(event, nil) == 0 else {
-            close(fd)
-            event_base_free(base)
-            throw TransportError(call: "event_new", message: "cannot watch the wake-up eventfd")
-        }
-        self.wakeEvent = event
+        // Every stored property is set from here on, so a throw runs deinit,
+        // which frees the event, the eventfd and the base: no freeing here.
+        self.wakeEvent = try CCheck.pointer(event, "event_new")
+        try CCheck.libevent(event_add(event, nil), "event_add")
     }
 
     deinit {
@@ -161,7 +159,12 @@ public final class EventLoop: @unchecked Sendable {
     public func run() {
         pthread_setspecific(currentLoopKey, Unmanaged.passUnretained(self).toOpaque())
         owner.store(UInt(pthread_self()), ordering: .releasing)
-        _ = event_base_loop(base, EVLOOP_NO_EXIT_ON_EMPTY)
+        do {
+            try CCheck.libevent(event_base_loop(base, EVLOOP_NO_EXIT_ON_EMPTY), "event_base_loop")
+        } catch {
+            // The backend (epoll) itself failed: nothing on this loop can run.
+            fatalError("\(name): \(error)")
+        }
         // Work queued while stopping still runs, so no continuation is lost;
         // later submissions are refused.
         drainQueue()

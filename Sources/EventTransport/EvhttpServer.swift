@@ -135,7 +135,7 @@ final class LoopEvhttpServer: @unchecked Sendable {
 
     func start(listening fd: Int32) throws(TransportError) {
         loop.preconditionInEventLoop()
-        let http = try Libevent.check(evhttp_new(loop.base), "evhttp_new")
+        let http = try CCheck.pointer(evhttp_new(loop.base), "evhttp_new")
         self.http = http
         // evhttp's defaults are unlimited sizes, no timeouts and every
         // method refused but five; set them all.
@@ -153,7 +153,7 @@ final class LoopEvhttpServer: @unchecked Sendable {
         if let tls = configuration.tls {
             evhttp_set_bevcb(http, httpServerTLSBuffereventCallback, Unmanaged.passUnretained(tls).toOpaque())
         }
-        boundSocket = try Libevent.check(evhttp_accept_socket_with_handle(http, fd), "evhttp_accept_socket_with_handle")
+        boundSocket = try CCheck.pointer(evhttp_accept_socket_with_handle(http, fd), "evhttp_accept_socket_with_handle")
     }
 
     func closeListener() {
@@ -174,7 +174,7 @@ final class LoopEvhttpServer: @unchecked Sendable {
            let bev = evhttp_connection_get_bufferevent(connection) {
             // Set per request (the fd is not known when the TLS bufferevent
             // is made); cheap, and in place before the answer is written.
-            _ = gw_socket_set_nodelay(bufferevent_getfd(bev))
+            _ = try? CCheck.libevent(gw_socket_set_nodelay(bufferevent_getfd(bev)), "setsockopt(TCP_NODELAY)") // only latency is at stake
         }
         let command = evhttp_request_get_command(request)
         let uri = evhttp_request_get_uri(request).map { String(cString: $0) } ?? "/"
@@ -185,13 +185,6 @@ final class LoopEvhttpServer: @unchecked Sendable {
             body: LibeventConversions.bytes(of: evhttp_request_get_input_buffer(request)),
             loop: loop
         )
-        if (command == EVHTTP_REQ_HEAD || command == EVHTTP_REQ_TRACE),
-           message.headers["Content-Length"].map({ $0 != "0" }) ?? (message.headers["Transfer-Encoding"] != nil) {
-            // libevent 2.1 does not read a body sent with HEAD or TRACE: on a
-            // kept-alive connection those bytes would be parsed as the next
-            // request (a desync). Close the connection after this answer.
-            _ = evhttp_add_header(evhttp_request_get_output_headers(request), "Connection", "close")
-        }
         let responder = EvhttpResponder(request: request, server: self)
         handler(message, responder)
     }
@@ -204,15 +197,18 @@ final class LoopEvhttpServer: @unchecked Sendable {
         guard http != nil else { return }
         var headers = response.headers
         if drainingFlag.isDraining { headers.replace("Connection", "close") }
-        LibeventConversions.add(headers, to: evhttp_request_get_output_headers(request))
-        guard let body = evbuffer_new() else {
+        guard (try? LibeventConversions.add(headers, to: evhttp_request_get_output_headers(request))) != nil,
+              let body = evbuffer_new() else {
             evhttp_send_error(request, 500, nil)
             return
         }
         defer { evbuffer_free(body) }
         // libevent 2.1 would send a HEAD answer's body; HEAD gets headers only.
         if evhttp_request_get_command(request) != EVHTTP_REQ_HEAD {
-            _ = response.body.withUnsafeBytes { evbuffer_add(body, $0.baseAddress, $0.count) }
+            guard (try? CCheck.libevent(response.body.withUnsafeBytes { evbuffer_add(body, $0.baseAddress, $0.count) }, "evbuffer_add")) != nil else {
+                evhttp_send_error(request, 500, nil)
+                return
+            }
         }
         // A request whose client has gone is detached from its connection;
         // evhttp_send_reply then only frees it.
@@ -242,7 +238,10 @@ final class LoopEvhttpServer: @unchecked Sendable {
     func startChunked(status: Int, headers: HTTPHeaders, request: OpaquePointer) {
         loop.preconditionInEventLoop()
         guard http != nil else { return }
-        LibeventConversions.add(headers, to: evhttp_request_get_output_headers(request))
+        guard (try? LibeventConversions.add(headers, to: evhttp_request_get_output_headers(request))) != nil else {
+            evhttp_send_error(request, 500, nil)
+            return
+        }
         evhttp_send_reply_start(request, Int32(status), Self.reason(status))
     }
 
@@ -250,7 +249,7 @@ final class LoopEvhttpServer: @unchecked Sendable {
         loop.preconditionInEventLoop()
         guard http != nil, let buffer = evbuffer_new() else { return }
         defer { evbuffer_free(buffer) }
-        _ = bytes.withUnsafeBytes { evbuffer_add(buffer, $0.baseAddress, $0.count) }
+        guard (try? CCheck.libevent(bytes.withUnsafeBytes { evbuffer_add(buffer, $0.baseAddress, $0.count) }, "evbuffer_add")) != nil else { return }
         evhttp_send_reply_chunk(request, buffer)
     }
 

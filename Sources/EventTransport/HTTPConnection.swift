@@ -2,6 +2,7 @@ import CGatewayShims
 import CLibevent
 import Glibc
 import HTTPFraming
+import Logging
 
 /// One client connection of the gateway's HTTP front: a socket, its
 /// parser, and one timer for whichever deadline applies now.
@@ -218,7 +219,7 @@ final class HTTPConnection: @unchecked Sendable {
         front.returnHeadBuffer(head)
         outboxSent = 0
         phase = .writing
-        event_add(writeEvent, nil)
+        guard watch(writeEvent, "event_add(write)") else { return }
         arm(.write, after: front.configuration.idleTimeout)
     }
 
@@ -231,7 +232,7 @@ final class HTTPConnection: @unchecked Sendable {
         guard written > 0 else { close(); return }
         outboxSent += written
         guard outboxSent == outbox.count else { return }
-        event_del(writeEvent)
+        guard unwatch(writeEvent, "event_del(write)") else { return }
         outbox = []
         outboxSent = 0
         answerWritten()
@@ -256,7 +257,9 @@ final class HTTPConnection: @unchecked Sendable {
     private func startLingering() {
         phase = .lingering
         leftover = []
-        _ = gw_shutdown_write(fd)
+        // ENOTCONN (the client has gone) needs nothing more: lingering ends
+        // at the EOF that follows.
+        _ = try? CCheck.posix(Int(gw_shutdown_write(fd)), "shutdown")
         enableReading(true)
         arm(.linger, after: front.configuration.lingerTimeout)
     }
@@ -267,6 +270,7 @@ final class HTTPConnection: @unchecked Sendable {
     /// new deadline is earlier than the one it is set for, and on firing
     /// early it re-arms for what is left (as nginx's timers do).
     private func arm(_ kind: Deadline, after duration: Duration) {
+        guard phase != .closed else { return }
         let now = ContinuousClock.now
         let newDeadline = now + duration
         deadline = newDeadline
@@ -278,7 +282,7 @@ final class HTTPConnection: @unchecked Sendable {
     private func setTimer(after duration: Duration, until instant: ContinuousClock.Instant) {
         let (seconds, attoseconds) = max(.zero, duration).components
         var interval = timeval(tv_sec: Int(seconds), tv_usec: Int(attoseconds / 1_000_000_000_000))
-        event_add(timerEvent, &interval)
+        guard let timerEvent, check(event_add(timerEvent, &interval), "event_add(timer)") else { return }
         timerArmedUntil = instant
     }
 
@@ -307,7 +311,30 @@ final class HTTPConnection: @unchecked Sendable {
     private func enableReading(_ enabled: Bool) {
         guard enabled != isReadingEnabled, let readEvent else { return }
         isReadingEnabled = enabled
-        if enabled { event_add(readEvent, nil) } else { event_del(readEvent) }
+        _ = enabled ? watch(readEvent, "event_add(read)") : unwatch(readEvent, "event_del(read)")
+    }
+
+    private func watch(_ event: OpaquePointer?, _ call: String) -> Bool {
+        guard let event else { return false } // closed
+        return check(event_add(event, nil), call)
+    }
+
+    private func unwatch(_ event: OpaquePointer?, _ call: String) -> Bool {
+        guard let event else { return false } // closed
+        return check(event_del(event), call)
+    }
+
+    /// A connection whose events libevent cannot arm can neither be read
+    /// nor answered: it is logged and closed.
+    private func check(_ result: Int32, _ call: String) -> Bool {
+        do {
+            try CCheck.libevent(result, call)
+            return true
+        } catch {
+            front.server.logger.error("closing a client connection", metadata: ["error": "\(error)"])
+            close()
+            return false
+        }
     }
 
     /// Closes the socket and frees the events; an answer that comes later

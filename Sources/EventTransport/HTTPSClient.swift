@@ -300,7 +300,7 @@ final class HTTPSConnectionPool: @unchecked Sendable {
             base = evdns_base_new(loop.base, 0)
             if let base { _ = evdns_base_load_hosts(base, nil) }
         }
-        dnsBase = try Libevent.check(base, "evdns_base_new")
+        dnsBase = try CCheck.pointer(base, "evdns_base_new")
         return dnsBase!
     }
 }
@@ -381,7 +381,14 @@ final class HTTPSConnection: @unchecked Sendable {
         let configuration = pool.configuration
         var all = headers
         all.replace("Host", configuration.port == 443 ? configuration.host : "\(configuration.host):\(configuration.port)")
-        LibeventConversions.add(all, to: evhttp_request_get_output_headers(request))
+        do {
+            try LibeventConversions.add(all, to: evhttp_request_get_output_headers(request))
+        } catch {
+            evhttp_request_free(request)
+            Unmanaged<PendingExchange>.fromOpaque(context).release()
+            completion(.failure(HTTPClientError(kind: .connection, message: "\(error)")))
+            return
+        }
         if evhttp_make_request(connection, request, EVHTTP_REQ_GET, path) != 0 {
             // evhttp has freed the request and will not call back.
             isClosed = true

@@ -196,8 +196,8 @@ final class LoopHTTPFront: @unchecked Sendable {
         loop.preconditionInEventLoop()
         listenerFD = fd
         let context = Unmanaged.passUnretained(self).toOpaque()
-        listenerEvent = try Libevent.check(event_new(loop.base, fd, Int16(EV_READ | EV_PERSIST), listenerReadable, context), "event_new")
-        try Libevent.check(event_add(listenerEvent, nil), "event_add")
+        listenerEvent = try CCheck.pointer(event_new(loop.base, fd, Int16(EV_READ | EV_PERSIST), listenerReadable, context), "event_new")
+        try CCheck.libevent(event_add(listenerEvent, nil), "event_add")
     }
 
     fileprivate func acceptReady() {
@@ -245,11 +245,19 @@ final class LoopHTTPFront: @unchecked Sendable {
 
     private func pauseAccepting(errno code: Int32) {
         guard let listenerEvent else { return }
-        event_del(listenerEvent)
+        do {
+            try CCheck.libevent(event_del(listenerEvent), "event_del(listener)")
+        } catch {
+            server.logger.error("cannot pause the listener", metadata: ["error": "\(error)"])
+        }
         warnAccept("cannot accept connections: \(String(cString: strerror(code))); pausing the listener for 100 ms (raise the open-file limit or lower GATEWAY_MAX_CONNECTIONS)")
         resumeTimer = loop.scheduleTimer(after: Self.acceptPause) { [weak self] in
             guard let self, let event = self.listenerEvent else { return }
-            event_add(event, nil)
+            do {
+                try CCheck.libevent(event_add(event, nil), "event_add(listener)")
+            } catch {
+                self.server.logger.critical("cannot resume the listener; this loop takes no more connections", metadata: ["error": "\(error)"])
+            }
         }
     }
 

@@ -45,10 +45,10 @@ enum LibeventConversions {
     }
 
     /// Adds `headers` to a libevent header list. Header names and values
-    /// with CR or LF are dropped: they would split the response.
-    static func add(_ headers: HTTPHeaders, to list: UnsafeMutablePointer<evkeyvalq>?) {
+    /// with CR or LF are dropped: they would split the message.
+    static func add(_ headers: HTTPHeaders, to list: UnsafeMutablePointer<evkeyvalq>?) throws(TransportError) {
         for field in headers where !field.name.containsLineBreak && !field.value.containsLineBreak {
-            _ = evhttp_add_header(list, field.name, field.value)
+            try CCheck.libevent(evhttp_add_header(list, field.name, field.value), "evhttp_add_header")
         }
     }
 }

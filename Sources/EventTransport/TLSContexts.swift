@@ -12,19 +12,15 @@ public final class TLSClientContext: @unchecked Sendable {
     /// - Parameter caFile: PEM file of CA certificates to trust instead of the
     ///   system store, or `nil` for the system store.
     public init(caFile: String?) throws(TransportError) {
-        guard let context = SSL_CTX_new(TLS_client_method()) else { throw OpenSSLErrors.error("SSL_CTX_new") }
+        let context = try CCheck.pointer(SSL_CTX_new(TLS_client_method()), "SSL_CTX_new")
         self.context = context
-        guard gw_ssl_ctx_set_min_tls12(context) == 1 else { throw OpenSSLErrors.error("SSL_CTX_set_min_proto_version") }
+        try CCheck.openSSL(gw_ssl_ctx_set_min_tls12(context), "SSL_CTX_set_min_proto_version")
         gw_ssl_ctx_harden(context)
         SSL_CTX_set_verify(context, SSL_VERIFY_PEER, nil)
         if let caFile {
-            guard SSL_CTX_load_verify_locations(context, caFile, nil) == 1 else {
-                throw OpenSSLErrors.error("SSL_CTX_load_verify_locations(\(caFile))")
-            }
+            try CCheck.openSSL(SSL_CTX_load_verify_locations(context, caFile, nil), "SSL_CTX_load_verify_locations(\(caFile))")
         } else {
-            guard SSL_CTX_set_default_verify_paths(context) == 1 else {
-                throw OpenSSLErrors.error("SSL_CTX_set_default_verify_paths")
-            }
+            try CCheck.openSSL(SSL_CTX_set_default_verify_paths(context), "SSL_CTX_set_default_verify_paths")
         }
     }
 
@@ -33,17 +29,17 @@ public final class TLSClientContext: @unchecked Sendable {
     /// A fresh `SSL` for one connection to `host`: SNI set (for names, not
     /// addresses) and the certificate's name or address checked against it.
     func makeSSL(host: String) throws(TransportError) -> OpaquePointer {
-        guard let ssl = SSL_new(context) else { throw OpenSSLErrors.error("SSL_new") }
-        if Self.isIPAddress(host) {
-            guard X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(ssl), host) == 1 else {
-                SSL_free(ssl)
-                throw OpenSSLErrors.error("X509_VERIFY_PARAM_set1_ip_asc")
+        let ssl = try CCheck.pointer(SSL_new(context), "SSL_new")
+        do {
+            if Self.isIPAddress(host) {
+                try CCheck.openSSL(X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(ssl), host), "X509_VERIFY_PARAM_set1_ip_asc")
+            } else {
+                try CCheck.openSSL(SSL_set1_host(ssl, host), "SSL_set1_host")
+                try CCheck.openSSL(gw_ssl_set_sni_host_name(ssl, host), "SSL_set_tlsext_host_name")
             }
-        } else {
-            guard SSL_set1_host(ssl, host) == 1, gw_ssl_set_sni_host_name(ssl, host) == 1 else {
-                SSL_free(ssl)
-                throw OpenSSLErrors.error("SSL_set1_host")
-            }
+        } catch {
+            SSL_free(ssl)
+            throw error
         }
         return ssl
     }
@@ -60,17 +56,13 @@ public final class TLSServerContext: @unchecked Sendable {
     let context: OpaquePointer
 
     public init(certificateChainFile: String, privateKeyFile: String) throws(TransportError) {
-        guard let context = SSL_CTX_new(TLS_server_method()) else { throw OpenSSLErrors.error("SSL_CTX_new") }
+        let context = try CCheck.pointer(SSL_CTX_new(TLS_server_method()), "SSL_CTX_new")
         self.context = context
-        _ = gw_ssl_ctx_set_min_tls12(context)
+        try CCheck.openSSL(gw_ssl_ctx_set_min_tls12(context), "SSL_CTX_set_min_proto_version")
         gw_ssl_ctx_harden(context)
-        guard SSL_CTX_use_certificate_chain_file(context, certificateChainFile) == 1 else {
-            throw OpenSSLErrors.error("SSL_CTX_use_certificate_chain_file(\(certificateChainFile))")
-        }
-        guard SSL_CTX_use_PrivateKey_file(context, privateKeyFile, SSL_FILETYPE_PEM) == 1 else {
-            throw OpenSSLErrors.error("SSL_CTX_use_PrivateKey_file(\(privateKeyFile))")
-        }
-        guard SSL_CTX_check_private_key(context) == 1 else { throw OpenSSLErrors.error("SSL_CTX_check_private_key") }
+        try CCheck.openSSL(SSL_CTX_use_certificate_chain_file(context, certificateChainFile), "SSL_CTX_use_certificate_chain_file(\(certificateChainFile))")
+        try CCheck.openSSL(SSL_CTX_use_PrivateKey_file(context, privateKeyFile, SSL_FILETYPE_PEM), "SSL_CTX_use_PrivateKey_file(\(privateKeyFile))")
+        try CCheck.openSSL(SSL_CTX_check_private_key(context), "SSL_CTX_check_private_key")
     }
 
     deinit { SSL_CTX_free(context) }
