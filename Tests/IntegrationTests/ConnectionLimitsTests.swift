@@ -76,6 +76,30 @@ import Testing
         #expect(metrics.containsLine("gateway_connections_open 2.0"))
         #expect(metrics.containsLine("gateway_connections_rejected_total 1"))
     }
+
+    /// Out of descriptors, the listener pauses instead of spinning on
+    /// `accept`, says so once (not once per attempt), and takes connections
+    /// again when descriptors free up.
+    @Test func runningOutOfDescriptorsPausesTheListenerAndLogsOnce() async throws {
+        let gateway = try await GatewayProcess.start(["GATEWAY_WORKERS": "1"], openFileLimit: 64)
+        let warning = try #require(gateway.jsonLines.first { $0["msg"]?.stringValue?.hasPrefix("the open-file limit is below") == true })
+        #expect(warning["openFileLimit"] == "64")
+        #expect(warning["GATEWAY_MAX_CONNECTIONS"] == "1024")
+
+        var sockets: [TestHTTPConnection] = []
+        for _ in 0..<100 { sockets.append(try TestHTTPConnection(port: gateway.port)) }
+        let line = await gateway.waitForLine { $0.contains("cannot accept connections") }
+        #expect(line?.contains("Too many open files") == true)
+        sockets.removeAll()
+
+        var served: RawHTTPResponse?
+        for _ in 0..<100 where served == nil {
+            served = try? await TestHTTP.get(port: gateway.port, path: "/healthz")
+            if served == nil { try await Task.sleep(for: .milliseconds(50)) }
+        }
+        #expect(served?.status == 200)
+        #expect(gateway.stderrLines.filter { $0.contains("cannot accept connections") }.count == 1)
+    }
 }
 
 extension [UInt8] {

@@ -55,11 +55,18 @@ final class GatewayProcess: Sendable {
     /// the port is read from its `listening` log line (JSON or text). With
     /// it (needed when that line is filtered out by `LOG_LEVEL`), the port is
     /// taken from the variable and the gateway is polled until it answers.
-    static func start(_ environment: [String: String] = [:], arguments: [String] = []) async throws -> GatewayProcess {
+    ///
+    /// With `openFileLimit`, the gateway runs under that hard and soft
+    /// `RLIMIT_NOFILE` (set by `/bin/sh`'s `ulimit` before it `exec`s it).
+    static func start(_ environment: [String: String] = [:], arguments: [String] = [], openFileLimit: Int? = nil) async throws -> GatewayProcess {
         var settings = baseEnvironment()
         settings["GATEWAY_LISTEN"] = "127.0.0.1:0"
         settings.merge(environment) { _, new in new }
-        let (child, stderr, _) = try ChildProcess.spawn(try executablePath, arguments: arguments, environment: settings)
+        let (child, stderr, _) = if let openFileLimit {
+            try ChildProcess.spawn("/bin/sh", arguments: ["-c", "ulimit -n \(openFileLimit) && exec \"$0\" \"$@\"", try executablePath] + arguments, environment: settings)
+        } else {
+            try ChildProcess.spawn(try executablePath, arguments: arguments, environment: settings)
+        }
         let port: Int
         if settings["GATEWAY_LISTEN"] == "127.0.0.1:0" {
             guard let line = await stderr.waitForLine(where: { listeningPort(in: $0) != nil }),
