@@ -68,19 +68,39 @@ final class HTTPConnection: @unchecked Sendable {
     // MARK: - Reading
 
     fileprivate func readable() {
-        guard phase == .reading || phase == .lingering else { return }
+        guard phase != .closed else { return }
         let buffer = front.readBuffer
         let count = gw_read(fd, buffer.baseAddress, buffer.count)
         if count == -Int(EAGAIN) || count == -Int(EINTR) { return }
         guard count > 0 else {
+            if phase == .responding || phase == .writing {
+                // The client has finished sending (perhaps only half-closed):
+                // it still gets its answer, then the connection closes.
+                enableReading(false)
+                closeAfterAnswer = true
+                keepAlive = false
+                return
+            }
             // End of stream or an error: nothing more will come. A request
             // cut off midway has nobody left to answer.
             close()
             return
         }
-        guard phase == .reading else { return } // lingering: dropped
-        consume(UnsafeRawBufferPointer(rebasing: buffer[..<count]))
-        if phase == .reading && !leftover.isEmpty { consumeLeftover() }
+        let bytes = UnsafeRawBufferPointer(rebasing: buffer[..<count])
+        switch phase {
+        case .reading:
+            consume(bytes)
+            if phase == .reading && !leftover.isEmpty { consumeLeftover() }
+        case .responding, .writing:
+            // The socket stays watched while a request is answered (no
+            // epoll_ctl per request); what a pipelining client sends meanwhile
+            // waits here, and past one request's worth reading stops.
+            leftover.append(contentsOf: bytes)
+            let limits = front.configuration.limits
+            if leftover.count > limits.maxHeaderBytes + limits.maxBodyBytes { enableReading(false) }
+        case .lingering, .closed:
+            break // dropped
+        }
     }
 
     private func consume(_ bytes: UnsafeRawBufferPointer) {
@@ -119,7 +139,6 @@ final class HTTPConnection: @unchecked Sendable {
 
     private func dispatch(_ head: HTTPRequestHead, body: [UInt8]) {
         phase = .responding
-        enableReading(false)
         deadline = nil
         deadlineKind = .idle
         serial &+= 1
@@ -145,9 +164,15 @@ final class HTTPConnection: @unchecked Sendable {
 
     private func respondOnLoop(serial: UInt64, with response: HTTPResponse) {
         guard phase == .responding, serial == self.serial else { return }
-        let close = !keepAlive || front.server.isDraining
-            || response.headers.values("Connection").contains { $0.lowercased() == "close" }
-        write(status: response.status, headers: response.headers, body: response.body, close: close)
+        let close = !keepAlive || front.server.isDraining || Self.asksToClose(response.headers)
+        write(status: response.status, headers: response.headers, body: response.body, close: close || closeAfterAnswer)
+    }
+
+    private static func asksToClose(_ headers: HTTPHeaders) -> Bool {
+        for field in headers.fields where field.name.utf8.count == 10 && field.name.lowercased() == "connection" {
+            if field.value.lowercased() == "close" { return true }
+        }
+        return false
     }
 
     /// Answers a request that could not be read, then closes.

@@ -5,6 +5,13 @@ public struct HTTPHeaders: Sendable, Equatable, Sequence, ExpressibleByDictionar
 
     public init() { fields = [] }
 
+    /// An empty list with room for `capacity` fields, so a parser adding
+    /// them does not grow it field by field.
+    public init(reservingCapacity capacity: Int) {
+        fields = []
+        fields.reserveCapacity(capacity)
+    }
+
     /// How many fields there are.
     public var count: Int { fields.count }
 

@@ -33,7 +33,7 @@ enum HeadParser {
             return .failure(.badRequest("the request target is neither a path, an absolute URI nor * for OPTIONS"))
         }
 
-        var headers = HTTPHeaders()
+        var headers = HTTPHeaders(reservingCapacity: 12)
         var contentLengths = 0
         var declaredLength: Int?
         var transferEncodings = 0
@@ -180,10 +180,13 @@ enum HeadParser {
 
     /// The common methods as static strings (no allocation per request).
     static func methodName(_ bytes: UnsafeRawBufferPointer) -> String {
-        for known in ["GET", "POST", "HEAD", "PUT", "DELETE", "OPTIONS", "PATCH", "TRACE", "CONNECT"] where ASCII.equals(bytes, known) {
-            return known
+        switch bytes.count {
+        case 3 where ASCII.equals(bytes, "GET" as StaticString): return "GET"
+        case 3 where ASCII.equals(bytes, "PUT" as StaticString): return "PUT"
+        case 4 where ASCII.equals(bytes, "POST" as StaticString): return "POST"
+        case 4 where ASCII.equals(bytes, "HEAD" as StaticString): return "HEAD"
+        default: return String(decoding: bytes, as: UTF8.self)
         }
-        return String(decoding: bytes, as: UTF8.self)
     }
 }
 

@@ -6,6 +6,7 @@ import Testing
 /// A real ``HTTPServer`` on a free port, answering:
 /// - `/echo`: `200` with `METHOD path bodyLength`;
 /// - `/drop`: never answers (the responder is dropped);
+/// - `/slow`: `slow`, after 200 ms;
 /// - `/big`: after 200 ms, an 8 MiB body.
 final class ServerUnderTest: Sendable {
     let group: EventLoopGroup
@@ -20,6 +21,12 @@ final class ServerUnderTest: Sendable {
             switch request.path {
             case "/drop":
                 _ = consume responder
+            case "/slow":
+                let loop = request.loop!
+                responder.send {
+                    await loop.sleep(for: .milliseconds(200))
+                    return HTTPResponse(status: 200, body: Array("slow".utf8))
+                }
             case "/big":
                 let loop = request.loop!
                 responder.send {
@@ -81,6 +88,29 @@ func statusLine(of response: String) -> String {
         let socket = try RawSocket(port: subject.port)
         socket.send("GET /echo HTTP/1.1\r\nHost: a\r\n\r\nPOST /echo HTTP/1.1\r\nHost: a\r\nContent-Length: 3\r\n\r\nabcPUT /echo HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nab\r\n0\r\n\r\n")
         #expect(socket.readResponses(3).map(body(of:)) == ["GET /echo 0", "POST /echo 3", "PUT /echo 2"])
+    }
+
+    @Test func aRequestSentWhileAnotherIsAnsweredWaitsItsTurn() async throws {
+        let subject = try ServerUnderTest()
+        defer { subject.stop() }
+        let socket = try RawSocket(port: subject.port)
+        socket.send("GET /slow HTTP/1.1\r\nHost: a\r\n\r\n")
+        try await Task.sleep(for: .milliseconds(50))
+        socket.send("POST /echo HTTP/1.1\r\nHost: a\r\nContent-Length: 3\r\n\r\nabc")
+        #expect(socket.readResponses(2).map(body(of:)) == ["slow", "POST /echo 3"])
+    }
+
+    @Test func aClientThatHalfClosesAfterItsRequestStillGetsTheAnswer() async throws {
+        let subject = try ServerUnderTest()
+        defer { subject.stop() }
+        let socket = try RawSocket(port: subject.port)
+        socket.send("GET /slow HTTP/1.1\r\nHost: a\r\n\r\n")
+        shutdown(socket.fd, Int32(SHUT_WR))
+        let reading = socket.readToEnd()
+        #expect(body(of: reading.text) == "slow")
+        #expect(reading.text.contains("\r\nConnection: close\r\n"))
+        #expect(reading.end == .closed)
+        #expect(await eventually { subject.server.openConnections == 0 })
     }
 
     /// The read deadline runs from a request's first byte: dripping bytes
