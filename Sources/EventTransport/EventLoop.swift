@@ -47,10 +47,20 @@ public final class EventLoop: @unchecked Sendable {
     private let wakeFD: Int32
     private var wakeEvent: OpaquePointer?
     private let pending = Mutex(PendingWork())
+    /// The loop thread's own queue and drain buffer; touched only there.
+    private var local = LocalWork()
     private let owner = Atomic<UInt>(0)
     private let hasStopped = Atomic<Bool>(false)
     private let finishedCondition = NSCondition()
     private var isFinished = false
+
+    private struct LocalWork {
+        var items: [Work] = []
+        /// An empty array with capacity, swapped in for a queue being run.
+        var spare: [Work] = []
+        var wakeRequested = false
+        var stopped = false
+    }
 
     /// Work waiting for the loop, and whether a wake-up is already on its way
     /// (so a burst of submissions costs one `write(2)`, and submissions from
@@ -68,7 +78,7 @@ public final class EventLoop: @unchecked Sendable {
     }
 
     private enum Wake {
-        case none, activate, signal
+        case none, signal
     }
 
     /// Creates the loop. It runs once ``start()`` or ``run()`` is called.
@@ -131,13 +141,24 @@ public final class EventLoop: @unchecked Sendable {
     }
 
     private func submit(_ work: Work) -> Bool {
-        let onLoop = inEventLoop
+        let thread = owner.load(ordering: .acquiring)
+        let onLoop = thread != 0 && pthread_equal(pthread_t(thread), pthread_self()) != 0
+        if onLoop && !hasStopped.load(ordering: .relaxed) {
+            // The loop's own submissions (a task's next job, an answer) skip
+            // the lock: only this thread touches `local`.
+            if local.stopped { return false }
+            local.items.append(work)
+            if !local.wakeRequested {
+                local.wakeRequested = true
+                event_active(wakeEvent, Int32(EV_READ), 0)
+            }
+            return true
+        }
         let wake = pending.withLock { state -> Wake? in
             if state.stopped { return nil }
             state.items.append(work)
             if state.wakeRequested { return Wake.none }
             state.wakeRequested = true
-            if onLoop { return .activate }
             state.eventfdSignalled = true
             return .signal
         }
@@ -146,9 +167,6 @@ public final class EventLoop: @unchecked Sendable {
             return false
         case .none?:
             break
-        case .activate?:
-            // Same thread: no system call, the base runs it this iteration.
-            event_active(wakeEvent, Int32(EV_READ), 0)
         case .signal?:
             precondition(gw_eventfd_signal(wakeFD) == 0, "eventfd write failed on loop \(name): \(String(cString: strerror(errno)))")
         }
@@ -169,6 +187,7 @@ public final class EventLoop: @unchecked Sendable {
         // later submissions are refused.
         drainQueue()
         pending.withLock { $0.stopped = true }
+        local.stopped = true
         hasStopped.store(true, ordering: .releasing)
         drainQueue()
         pthread_setspecific(currentLoopKey, nil)
@@ -209,18 +228,35 @@ public final class EventLoop: @unchecked Sendable {
             return was
         }
         if signalled { gw_eventfd_drain(wakeFD) }
+        // Work submitted while draining (by the work itself) is picked up by
+        // this loop, not by another activation.
+        local.wakeRequested = true
+        defer { local.wakeRequested = false }
         while true {
-            let batch = pending.withLock { state -> [Work] in
-                if state.items.isEmpty {
-                    // Only now: a submission after this line wakes us anew.
-                    state.wakeRequested = false
-                    return []
+            var batch: [Work]
+            if !local.items.isEmpty {
+                batch = local.items
+                local.items = local.spare
+            } else {
+                let spare = local.spare
+                let taken = pending.withLock { state -> [Work]? in
+                    if state.items.isEmpty {
+                        // Only now: a submission after this line wakes us anew.
+                        state.wakeRequested = false
+                        return nil
+                    }
+                    let items = state.items
+                    state.items = spare
+                    return items
                 }
-                let taken = state.items
-                state.items.removeAll(keepingCapacity: true)
-                return taken
+                guard let taken else {
+                    if local.items.isEmpty { return }
+                    continue
+                }
+                batch = taken
             }
-            if batch.isEmpty { return }
+            // No access to `local` is held while work runs: work submits.
+            local.spare = []
             for work in batch {
                 switch work {
                 case .closure(let closure):
@@ -229,6 +265,10 @@ public final class EventLoop: @unchecked Sendable {
                     job.runSynchronously(isolatedTo: asUnownedSerialExecutor(), taskExecutor: asUnownedTaskExecutor())
                 }
             }
+            // The batch's storage is kept for the next swap: draining
+            // allocates nothing once the arrays have grown.
+            batch.removeAll(keepingCapacity: true)
+            local.spare = batch
         }
     }
 }

@@ -22,7 +22,13 @@ final class HTTPConnection: @unchecked Sendable {
     private enum Deadline { case idle, read, write, linger }
 
     let fd: Int32
-    private unowned let front: LoopHTTPFront
+    /// unowned(unsafe): the front closes every connection before it goes,
+    /// and after `close()` nothing here touches it (a strong or checked
+    /// reference cost a retain per use on the hot path).
+    private unowned(unsafe) let front: LoopHTTPFront
+    /// The loop, strongly: a late answer from another thread hops to it
+    /// even after the front has gone.
+    let loop: EventLoop
     private var readEvent: OpaquePointer?
     private var writeEvent: OpaquePointer?
     private var timerEvent: OpaquePointer?
@@ -45,20 +51,19 @@ final class HTTPConnection: @unchecked Sendable {
     private var deadlineKind = Deadline.idle
     private var timerArmedUntil: ContinuousClock.Instant?
 
-    var loop: EventLoop { front.loop }
-
     init(fd: Int32, front: LoopHTTPFront, limits: HTTPRequestParser.Limits) {
         self.fd = fd
         self.front = front
+        self.loop = front.loop
         self.parser = HTTPRequestParser(limits: limits)
     }
 
     /// Creates the events and starts reading, idle deadline armed.
     func start() -> Bool {
         let context = Unmanaged.passUnretained(self).toOpaque()
-        readEvent = event_new(front.loop.base, fd, Int16(EV_READ | EV_PERSIST), connectionReadable, context)
-        writeEvent = event_new(front.loop.base, fd, Int16(EV_WRITE | EV_PERSIST), connectionWritable, context)
-        timerEvent = event_new(front.loop.base, -1, 0, connectionTimerFired, context)
+        readEvent = event_new(loop.base, fd, Int16(EV_READ | EV_PERSIST), connectionReadable, context)
+        writeEvent = event_new(loop.base, fd, Int16(EV_WRITE | EV_PERSIST), connectionWritable, context)
+        timerEvent = event_new(loop.base, -1, 0, connectionTimerFired, context)
         guard readEvent != nil, writeEvent != nil, timerEvent != nil else { return false }
         enableReading(true)
         arm(.idle, after: front.configuration.idleTimeout)
@@ -145,7 +150,7 @@ final class HTTPConnection: @unchecked Sendable {
         answeringHead = head.method == "HEAD"
         keepAlive = head.keepAlive
         answeringHTTP10KeepAlive = head.version == .http10 && head.keepAlive
-        let request = HTTPServerRequest(head: head, body: body, loop: front.loop)
+        let request = HTTPServerRequest(head: head, body: body, loop: loop)
         isDispatching = true
         front.server.handler(request, HTTPResponder(connection: self, serial: serial))
         isDispatching = false
@@ -155,10 +160,10 @@ final class HTTPConnection: @unchecked Sendable {
 
     /// Sends the answer to request `serial`, from any thread.
     func respond(serial: UInt64, with response: HTTPResponse) {
-        if front.loop.inEventLoop {
+        if loop.inEventLoop {
             respondOnLoop(serial: serial, with: response)
         } else {
-            _ = front.loop.execute { self.respondOnLoop(serial: serial, with: response) }
+            _ = loop.execute { self.respondOnLoop(serial: serial, with: response) }
         }
     }
 

@@ -163,7 +163,8 @@ public final class HTTPServer: Sendable {
 final class LoopHTTPFront: @unchecked Sendable {
     // @unchecked: every mutable field is touched only on `loop`.
     let loop: EventLoop
-    unowned let server: HTTPServer
+    /// unowned(unsafe): the server owns its fronts and outlives them.
+    unowned(unsafe) let server: HTTPServer
     let configuration: HTTPServerConfiguration
     /// Every connection of this loop reads into this one buffer: a
     /// connection holds only what it has not finished parsing.

@@ -26,13 +26,17 @@ struct EncodedResultTests {
     }
 
     /// Cached bytes should not carry much unused capacity: the writer is
-    /// sized for the product up front and never grows for plain text.
+    /// sized for the product up front and never grows for plain text. The
+    /// bound leaves room for glibc, which hands out a reused free chunk up
+    /// to 32 bytes larger than asked (too small a remainder to split off),
+    /// and the array reports that as capacity; a writer that grew would
+    /// show hundreds.
     @Test func encodedProductsCarryLittleSpareCapacity() {
         for country in Self.countries {
             let page = Catalog.sample.page(ids: Catalog.sample.productIdentifiers, country: country, language: LanguageTag("fr"))
             for item in page.items {
                 let bytes = Product(item).encoded.bytes
-                #expect(bytes.capacity - bytes.count <= 48, "\(item.id) \(country): \(bytes.count) of \(bytes.capacity)")
+                #expect(bytes.capacity - bytes.count <= 96, "\(item.id) \(country): \(bytes.count) of \(bytes.capacity)")
             }
         }
     }
