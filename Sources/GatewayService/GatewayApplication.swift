@@ -188,7 +188,7 @@ public final class GatewayApplication: Sendable {
             metrics.recordCall(method: method, outcome: outcome, duration: record.duration)
             // Built only when the line is written: at LOG_LEVEL=warning a
             // call costs no dictionary.
-            guard context.logger.logLevel <= .info else { return }
+            guard context.logLevel <= .info else { return }
             var metadata: Logger.Metadata = [
                 "method": "\(method.prefix(64))",
                 "outcome": "\(outcome)",

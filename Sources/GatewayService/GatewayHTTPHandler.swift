@@ -73,9 +73,7 @@ final class GatewayHTTPHandler: Sendable {
             responder.send(Self.problem(415, "Content-Type must be application/json, got \(contentType.prefix(100))", headers: headers))
             return
         }
-        var callLogger = logger
-        callLogger[metadataKey: "requestId"] = "\(requestID)"
-        let context = RPCCallContext(requestID: requestID, logger: callLogger)
+        let context = RPCCallContext(requestID: requestID, logger: logger)
         inFlight.add(1, ordering: .acquiringAndReleasing)
         // On the loop that accepted the request: parsing, the cache and the
         // answer of a call served from memory never leave this thread.

@@ -42,7 +42,7 @@ public final class ProductsFetchService: Sendable {
     }
 
     /// Runs one call. Never throws: every failure is a JSON-RPC error.
-    public func fetch(params: JSONRPCParams?, requestID: String, logger: Logger) async -> Result<JSONValue, JSONRPCError> {
+    public func fetch(params: JSONRPCParams?, requestID: String, logger: @autoclosure () -> Logger) async -> Result<JSONValue, JSONRPCError> {
         let parsed: FetchProductsParams
         let region: ResolvedRegion
         do {
@@ -62,7 +62,7 @@ public final class ProductsFetchService: Sendable {
             // Already JSON: the engine appends these bytes to the response.
             return .success(.encoded(result))
         case .failure(let failure):
-            logger.info("products.fetch failed", metadata: ["reason": "\(failure.reason)", "detail": "\(failure.message)"])
+            logger().info("products.fetch failed", metadata: ["reason": "\(failure.reason)", "detail": "\(failure.message)"])
             return .failure(failure.jsonRPCError(requestID: requestID))
         }
     }

@@ -4,13 +4,24 @@ import Logging
 public struct RPCCallContext: Sendable {
     /// The `X-Request-Id`, sent upstream and put in `error.data.requestId`.
     public let requestID: String
-    /// A logger with `requestId` metadata.
-    public let logger: Logger
+    private let baseLogger: Logger
+
+    /// A logger with `requestId` metadata; made when asked for, since most
+    /// calls log nothing of their own (a metadata dictionary per call cost
+    /// more than a cache lookup).
+    public var logger: Logger {
+        var logger = baseLogger
+        logger[metadataKey: "requestId"] = "\(requestID)"
+        return logger
+    }
+
+    /// The level below which `logger` writes nothing; cheap to ask.
+    public var logLevel: Logger.Level { baseLogger.logLevel }
 
     /// A context for the calls of one HTTP request; public so that a
     /// benchmark or a test can drive the engine in process.
     public init(requestID: String, logger: Logger) {
         self.requestID = requestID
-        self.logger = logger
+        self.baseLogger = logger
     }
 }
