@@ -3,19 +3,26 @@ import Foundation
 import JSONRPC
 import Logging
 import ProductsDomain
+import ServiceLifecycle
 
 /// The composition root: builds every part from a configuration, serves,
 /// and shuts down gracefully. `main` and the tests both use it.
-public final class GatewayApplication: Sendable {
+///
+/// It is one `Service` made of two: the ``HTTPFront`` and the
+/// ``UpstreamPool``, run by a `ServiceGroup` of its own, which stops them in
+/// reverse order (the front drains first, then the pool). The event loops
+/// under both are the application's: they stop after the group returns,
+/// because when the grace is over a group cancels its services all at once,
+/// and the front still needs the loops to write its last answers. Signals
+/// and the grace belong to whoever runs the application (`main`: a
+/// `ServiceGroup` with SIGTERM and SIGINT and `GATEWAY_SHUTDOWN_GRACE_MS`).
+public final class GatewayApplication: Service {
     public let configuration: GatewayConfiguration
     public let metrics: GatewayMetrics
     private let logger: Logger
     private let group: EventLoopGroup
-    private let server: HTTPServer
-    private let client: HTTPSClient?
-    private let service: ProductsFetchService
-    private let handler: GatewayHTTPHandler
-    private let readiness: ReadinessState
+    private let front: HTTPFront
+    private let upstream: UpstreamPool
 
     /// Builds the gateway; nothing listens until ``start()``.
     /// - Throws: ``ConfigurationError`` for a CA or catalog file that cannot
@@ -29,6 +36,7 @@ public final class GatewayApplication: Sendable {
         self.group = group
 
         let source: any ProductSource
+        let client: HTTPSClient?
         if let upstream = configuration.upstream {
             let tls: TLSClientContext
             do {
@@ -37,7 +45,7 @@ public final class GatewayApplication: Sendable {
                 group.shutdown()
                 throw ConfigurationError(variable: configuration.caFile == nil ? "ONSIDE_UPSTREAM_URL" : "ONSIDE_CA_FILE", message: "cannot set up TLS: \(error.message)")
             }
-            let client = HTTPSClient(group: group, configuration: HTTPSClientConfiguration(
+            let upstreamClient = HTTPSClient(group: group, configuration: HTTPSClientConfiguration(
                 host: upstream.host,
                 port: upstream.port,
                 tls: tls,
@@ -46,9 +54,9 @@ public final class GatewayApplication: Sendable {
                 maxResponseBytes: configuration.upstreamMaxBodyBytes,
                 observer: UpstreamInflightGauge(metrics: metrics)
             ))
-            self.client = client
+            client = upstreamClient
             source = OnsideUpstreamSource(
-                client: client,
+                client: upstreamClient,
                 settings: .init(
                     basePath: upstream.basePath,
                     apiToken: configuration.apiToken,
@@ -59,7 +67,7 @@ public final class GatewayApplication: Sendable {
                 logger: logger
             )
         } else {
-            self.client = nil
+            client = nil
             do {
                 let catalog = try configuration.catalogPath.map { path throws(CatalogError) in try Catalog(contentsOfFile: path) } ?? Catalog.sample
                 source = CatalogProductSource(catalog: catalog)
@@ -82,14 +90,13 @@ public final class GatewayApplication: Sendable {
             source: source,
             metrics: metrics
         )
-        self.service = service
+        self.upstream = UpstreamPool(service: service, client: client)
         let rpc = JSONRPCServer<RPCCallContext>(
             maxBatchSize: configuration.maxBatch,
             methods: ["products.fetch": Self.productsFetchMethod(service: service), "rpc.discover": OpenRPCDocument.discoverMethod()],
             observer: Self.callObserver(metrics: metrics)
         )
         let readiness = ReadinessState()
-        self.readiness = readiness
         let handler = GatewayHTTPHandler(
             rpc: rpc,
             authenticator: APIKeyAuthenticator(keys: configuration.apiKeys),
@@ -99,60 +106,52 @@ public final class GatewayApplication: Sendable {
             maxBodyBytes: configuration.maxBodyBytes,
             logger: logger
         )
-        self.handler = handler
-        self.server = HTTPServer(
+        self.front = HTTPFront(
             group: group,
             configuration: HTTPServerConfiguration(
                 host: configuration.listenHost,
                 port: configuration.listenPort,
                 maxBodyBytes: GatewayHTTPHandler.transportBodyLimit(for: configuration.maxBodyBytes)
             ),
-            handler: { request, responder in handler.handle(request, responder: responder) }
+            handler: handler,
+            readiness: readiness,
+            logger: logger
         )
     }
 
-    /// Binds and serves; returns the bound port.
+    /// Binds and serves; returns the bound port. Binding comes before
+    /// ``run()`` so that a port in use stops start-up before any service runs.
     @discardableResult
     public func start() throws -> Int {
-        let port = try server.start()
-        readiness.set(.ready)
-        return port
+        try front.start()
     }
 
-    /// Graceful shutdown: `/readyz` turns 503, the listeners close, calls in
-    /// flight get up to `grace` to finish; whatever still waits then gets
-    /// `cancelled`; then connections close and the loops stop.
-    public func shutdown(grace: Duration) async {
-        readiness.set(.draining)
-        server.beginDraining()
-        let deadline = ContinuousClock.now + grace
-        while handler.inFlightCount > 0, ContinuousClock.now < deadline {
-            try? await Task.sleep(for: .milliseconds(20))
-        }
-        if handler.inFlightCount > 0 {
-            logger.warning("shutdown grace over; cancelling calls in flight", metadata: ["inFlight": "\(handler.inFlightCount)"])
-            service.cancelWaiting()
-            // The cancelled calls still need their answers written.
-            let flushDeadline = ContinuousClock.now + .seconds(1)
-            while handler.inFlightCount > 0, ContinuousClock.now < flushDeadline {
-                try? await Task.sleep(for: .milliseconds(10))
-            }
-        }
-        // Let the loops write the last answers before connections close.
-        try? await Task.sleep(for: .milliseconds(50))
-        let server = self.server
-        let client = self.client
-        let group = self.group
-        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            // Blocking waits on the loops belong on a thread of their own,
-            // not on the cooperative pool.
-            Thread {
-                server.stop()
-                client?.shutdown()
-                group.shutdown()
-                continuation.resume()
-            }.start()
-        }
+    /// Serves until the group running it shuts down: gracefully (calls in
+    /// flight finish, within the grace the group allows) or by cancellation
+    /// (the grace is over: whatever still waits gets `cancelled` and is
+    /// answered). Returns once the connections are closed and the loops
+    /// have stopped.
+    public func run() async throws {
+        let services = ServiceGroup(configuration: ServiceGroupConfiguration(
+            services: [
+                .init(service: upstream, serviceName: "upstream pool"),
+                .init(service: front, serviceName: "HTTP front"),
+            ],
+            logger: Self.lifecycleLogger(logger)
+        ))
+        // Blocks this thread until the loops' threads have ended; they run
+        // their last jobs themselves and never wait for the cooperative pool.
+        defer { group.shutdown() }
+        try await services.run()
+    }
+
+    /// The logger for a `ServiceGroup`: its own lines are all `debug` (each
+    /// service starting and stopping), and between start-up and shutdown
+    /// every line of the log belongs to a call.
+    public static func lifecycleLogger(_ logger: Logger) -> Logger {
+        var quiet = logger
+        quiet.logLevel = max(logger.logLevel, .info)
+        return quiet
     }
 
     /// `products.fetch`, bound to the service.

@@ -1,7 +1,6 @@
 import EventTransport
 import JSONRPC
 import Logging
-import Synchronization
 
 /// The HTTP rules of contract section 1 in front of the JSON-RPC engine:
 /// routing, methods, content type, API keys, `X-Request-Id`.
@@ -13,7 +12,9 @@ final class GatewayHTTPHandler: Sendable {
     private let openAPIDocument: [UInt8]
     private let maxBodyBytes: Int
     private let logger: Logger
-    private let inFlight = Atomic<Int>(0)
+    /// `/rpc` requests from the moment they are accepted until their answer
+    /// is handed to the loop; graceful shutdown waits for none to be left.
+    let calls = InFlightCounter()
 
     init(rpc: JSONRPCServer<RPCCallContext>, authenticator: APIKeyAuthenticator, readiness: ReadinessState, metrics: GatewayMetrics, openAPIDocument: [UInt8], maxBodyBytes: Int, logger: Logger) {
         self.rpc = rpc
@@ -33,9 +34,6 @@ final class GatewayHTTPHandler: Sendable {
     static func transportBodyLimit(for maxBodyBytes: Int) -> Int {
         max(maxBodyBytes * 2, maxBodyBytes + 16384)
     }
-
-    /// JSON-RPC HTTP requests being answered right now.
-    var inFlightCount: Int { inFlight.load(ordering: .acquiring) }
 
     /// Called on a loop thread; never blocks it. `/rpc` work moves to a task,
     /// whose answer the responder carries back to the loop.
@@ -94,7 +92,7 @@ final class GatewayHTTPHandler: Sendable {
         var callLogger = logger
         callLogger[metadataKey: "requestId"] = "\(requestID)"
         let context = RPCCallContext(requestID: requestID, logger: callLogger)
-        inFlight.add(1, ordering: .acquiringAndReleasing)
+        calls.enter()
         // On the loop that accepted the request: parsing, the cache and the
         // answer of a call served from memory never leave this thread.
         Task(executorPreference: request.loop) { [self] in
@@ -106,7 +104,7 @@ final class GatewayHTTPHandler: Sendable {
                 headers.add("Content-Type", "application/json")
                 responder.send(HTTPResponse(status: 200, headers: headers, body: body))
             }
-            inFlight.subtract(1, ordering: .acquiringAndReleasing)
+            calls.leave()
         }
     }
 

@@ -2,6 +2,8 @@ import ArgumentParser
 import Foundation
 import GatewayService
 import Logging
+import ServiceLifecycle
+import UnixSignals
 
 /// `products-gateway serve` (the default): runs the gateway until SIGTERM or SIGINT.
 struct ServeCommand: AsyncParsableCommand {
@@ -139,7 +141,9 @@ struct ServeCommand: AsyncParsableCommand {
         for (name, value) in configuration.redactedSummary { summary[name] = "\(value)" }
         logger.info("starting products-gateway", metadata: summary)
 
-        let signals = ShutdownSignals(logger: logger)
+        // Trapped before anything serves: from here on SIGTERM and SIGINT
+        // start the graceful shutdown instead of ending the process.
+        let signals = await UnixSignalsSequence(trapping: .sigterm, .sigint)
         let application: GatewayApplication
         let port: Int
         // From here on standard error is the log: with LOG_FORMAT=json every
@@ -155,9 +159,21 @@ struct ServeCommand: AsyncParsableCommand {
             throw ExitCode(2)
         }
         logger.info("listening", metadata: ["address": "\(configuration.listenHost):\(port)", "port": "\(port)"])
-        let signal = await signals.first()
-        logger.info("shutting down", metadata: ["signal": "\(signal)", "graceMs": "\(configuration.shutdownGraceMS)"])
-        await application.shutdown(grace: .milliseconds(configuration.shutdownGraceMS))
+
+        // The first signal shuts the group down gracefully, in reverse order:
+        // the application drains, then `SecondSignal` stops listening. Past
+        // the grace the group cancels the application, which answers what
+        // still waits with `cancelled` and returns.
+        var group = ServiceGroupConfiguration(
+            services: [
+                .init(service: SecondSignal(signals: signals, graceMS: configuration.shutdownGraceMS, logger: logger), serviceName: "second signal"),
+                .init(service: application, serviceName: "gateway"),
+            ],
+            gracefulShutdownSignals: [.sigterm, .sigint],
+            logger: GatewayApplication.lifecycleLogger(logger)
+        )
+        group.maximumGracefulShutdownDuration = .milliseconds(configuration.shutdownGraceMS)
+        try await ServiceGroup(configuration: group).run()
         logger.info("stopped")
     }
 }
