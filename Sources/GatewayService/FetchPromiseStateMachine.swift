@@ -5,8 +5,9 @@ struct FetchPromiseStateMachine<Value, Waiter> {
     enum State {
         case pending(waiters: [Int: Waiter])
         /// Every waiter was let go with this value (the shutdown grace is
-        /// over); the fetch itself still runs, and a later waiter gets the
-        /// value at once instead of waiting for it.
+        /// over), and every later one gets it at once, even after the fetch
+        /// ends: a call that is between two of its fetches then must not
+        /// see the failure the shutdown itself caused (a refused lease).
         case released(Value)
         case finished(Value)
     }
@@ -43,8 +44,8 @@ struct FetchPromiseStateMachine<Value, Waiter> {
     }
 
     /// Every waiter leaves at once with `value`, and so does every later
-    /// one until the fetch ends (the shutdown grace is over). Returns the
-    /// waiters to resume with `value`.
+    /// one (the shutdown grace is over). Returns the waiters to resume with
+    /// `value`.
     mutating func release(with value: Value) -> [Waiter] {
         guard case .pending(let waiters) = state else { return [] }
         state = .released(value)
@@ -59,7 +60,6 @@ struct FetchPromiseStateMachine<Value, Waiter> {
             state = .finished(value)
             return waiters.sorted { $0.key < $1.key }.map(\.value)
         case .released:
-            state = .finished(value)
             return []
         case .finished:
             preconditionFailure("a fetch finished twice")

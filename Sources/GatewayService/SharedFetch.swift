@@ -86,8 +86,8 @@ final class SharedFetch: Sendable {
         }
     }
 
-    /// Releases every waiter with `failure`, and every later one until the
-    /// fetch ends, leaving the fetch running.
+    /// Releases every waiter with `failure`, and every later one, leaving
+    /// the fetch running.
     func releaseWaiters(with failure: ProductsFetchFailure) {
         let waiters = state.withLock { $0.release(with: .failure(failure)) }
         for waiter in waiters {

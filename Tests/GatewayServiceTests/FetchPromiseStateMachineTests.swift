@@ -75,14 +75,25 @@ struct FetchPromiseStateMachineTests {
         #expect(machine.waiterCount == 0)
         #expect(machine.removeWaiter(0) == nil)
 
-        // The fetch still ends normally; nobody is left to resume, and a
-        // later waiter gets its outcome at once.
-        #expect(machine.finish(.success(5)).isEmpty)
-        guard case .resume(.success(5)) = machine.addWaiter(2, "c") else {
+        // The fetch still ends; nobody is left to resume, and a later waiter
+        // still gets the release value, not the outcome (which at shutdown
+        // may be the refused lease).
+        #expect(machine.finish(.failure(Failure(reason: "connectionError"))).isEmpty)
+        guard case .resume(.failure(let failure)) = machine.addWaiter(2, "c") else {
+            Issue.record("a waiter after the release must be resumed at once")
+            return
+        }
+        #expect(failure.reason == "cancelled")
+    }
+
+    @Test func releasingAFinishedFetchChangesNothing() {
+        var machine = Machine()
+        _ = machine.finish(.success(5))
+        #expect(machine.release(with: .failure(Failure(reason: "cancelled"))).isEmpty)
+        guard case .resume(.success(5)) = machine.addWaiter(0, "late") else {
             Issue.record("a waiter after completion must be resumed with the value")
             return
         }
-        #expect(machine.release(with: .failure(Failure(reason: "cancelled"))).isEmpty)
     }
 
     /// After the shutdown grace no call may start waiting on a fetch that
