@@ -3,7 +3,6 @@ import Foundation
 import GatewayService
 import Logging
 import ServiceLifecycle
-import UnixSignals
 
 /// `products-gateway serve` (the default): runs the gateway until SIGTERM or SIGINT.
 struct ServeCommand: AsyncParsableCommand {
@@ -143,7 +142,7 @@ struct ServeCommand: AsyncParsableCommand {
 
         // Trapped before anything serves: from here on SIGTERM and SIGINT
         // start the graceful shutdown instead of ending the process.
-        let signals = await UnixSignalsSequence(trapping: .sigterm, .sigint)
+        let signals = await ShutdownSignals(graceMS: configuration.shutdownGraceMS, logger: logger)
         let application: GatewayApplication
         let port: Int
         // From here on standard error is the log: with LOG_FORMAT=json every
@@ -160,20 +159,17 @@ struct ServeCommand: AsyncParsableCommand {
         }
         logger.info("listening", metadata: ["address": "\(configuration.listenHost):\(port)", "port": "\(port)"])
 
-        // The first signal shuts the group down gracefully, in reverse order:
-        // the application drains, then `SecondSignal` stops listening. Past
-        // the grace the group cancels the application, which answers what
-        // still waits with `cancelled` and returns.
-        var group = ServiceGroupConfiguration(
-            services: [
-                .init(service: SecondSignal(signals: signals, graceMS: configuration.shutdownGraceMS, logger: logger), serviceName: "second signal"),
-                .init(service: application, serviceName: "gateway"),
-            ],
-            gracefulShutdownSignals: [.sigterm, .sigint],
+        // The first signal shuts the application down gracefully: it drains,
+        // within the grace. Past the grace the group cancels it, and it
+        // answers what still waits with `cancelled` and returns.
+        var services = ServiceGroupConfiguration(
+            services: [.init(service: application, serviceName: "gateway")],
             logger: GatewayApplication.lifecycleLogger(logger)
         )
-        group.maximumGracefulShutdownDuration = .milliseconds(configuration.shutdownGraceMS)
-        try await ServiceGroup(configuration: group).run()
+        services.maximumGracefulShutdownDuration = .milliseconds(configuration.shutdownGraceMS)
+        let group = ServiceGroup(configuration: services)
+        async let watching: Void = signals.watch(group)
+        try await group.run()
         logger.info("stopped")
     }
 }

@@ -199,6 +199,16 @@ import Testing
         #expect(gateway.jsonLines.contains { $0["msg"] == "shutting down" && $0["signal"] == "SIGINT" })
     }
 
+    /// A signal sent the moment the port is announced, which may be before
+    /// the service group has trapped it, still drains and exits 0.
+    @Test func aSignalRightAfterListeningStillDrains() async throws {
+        let gateway = try await GatewayProcess.start()
+        gateway.sendSignal(SIGTERM)
+        #expect(await gateway.waitForExit(killingAfter: .seconds(20)) == 0)
+        #expect(gateway.jsonLines.contains { $0["msg"] == "shutting down" && $0["signal"] == "SIGTERM" })
+        #expect(gateway.jsonLines.contains { $0["msg"] == "stopped" })
+    }
+
     /// A second SIGTERM or SIGINT while draining: exit at once, status 1.
     @Test(arguments: [(SIGTERM, "SIGTERM"), (SIGINT, "SIGINT")])
     func aSecondSignalExitsAtOnce(second: Int32, name: String) async throws {
