@@ -15,7 +15,8 @@ import ServiceLifecycle
 /// because when the grace is over a group cancels its services all at once,
 /// and the front still needs the loops to write its last answers. Signals
 /// and the grace belong to whoever runs the application (`main`: a
-/// `ServiceGroup` with SIGTERM and SIGINT and `GATEWAY_SHUTDOWN_GRACE_MS`).
+/// `ServiceGroup` bounded by `GATEWAY_SHUTDOWN_GRACE_MS`, shut down on
+/// SIGTERM or SIGINT; the tests: one without signals).
 public final class GatewayApplication: Service {
     public let configuration: GatewayConfiguration
     public let metrics: GatewayMetrics

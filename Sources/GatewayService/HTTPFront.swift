@@ -44,7 +44,10 @@ final class HTTPFront: Service {
         server.beginDraining()
         let answered = graceful ? await handler.calls.waitUntilIdle() : false
         if !answered {
-            logger.warning("shutdown grace over; cancelling calls in flight", metadata: ["inFlight": "\(handler.calls.count)"])
+            let inFlight = handler.calls.count
+            if inFlight > 0 {
+                logger.warning("shutdown grace over; cancelling calls in flight", metadata: ["inFlight": "\(inFlight)"])
+            }
             await handler.calls.waitUntilIdle(cancellable: false)
         }
         await writeOutAnswers()
