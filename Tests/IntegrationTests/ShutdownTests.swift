@@ -191,6 +191,26 @@ import Testing
         #expect(upstream.upstream.requests.count == 1)
     }
 
+    /// A fetch whose caller left at its deadline still runs: the graceful
+    /// shutdown waits for it, within the grace, before it closes the
+    /// upstream pool and stops the loops. (In process: the metrics show the
+    /// exchange ended with the upstream's 200.)
+    @Test func gracefulShutdownWaitsForAFetchWhoseCallerLeft() async throws {
+        let upstream = try RunningUpstream.start()
+        defer { upstream.stop() }
+        upstream.upstream.setStandingFault(.delay(milliseconds: 1000))
+        let gateway = try RunningGateway.start(upstream.gatewayEnvironment([
+            "GATEWAY_REQUEST_TIMEOUT_MS": "200", "UPSTREAM_TIMEOUT_MS": "600000", "UPSTREAM_RETRIES": "0",
+        ]))
+        let response = try await gateway.rpc(MetricsTests.fetch(["premium_weekly"]))
+        #expect(try parseJSON(response.body)["error"]?["data"]?["reason"] == "cancelled")
+        #expect(upstream.upstream.requestCount(for: "premium_weekly") == 1)
+
+        await gateway.stop()
+        let metrics = String(decoding: gateway.application.metrics.exposition(), as: UTF8.self)
+        #expect(metrics.contains(#"gateway_upstream_requests_total{status="200"} 1"#), "\(metrics)")
+    }
+
     @Test func sigintDrainsToo() async throws {
         let gateway = try await GatewayProcess.start()
         #expect(try await gateway.get("/readyz").status == 200)
