@@ -56,21 +56,35 @@ final class HTTPFront: Service {
         server.stop()
     }
 
-    /// Waits one turn of every loop. evhttp writes an answer the next time
-    /// its socket is writable: in that turn, before the zero-delay timer
-    /// (libevent runs the I/O it polled before the timers it expired), so
-    /// the last answers are in the kernel before `stop()` closes the
-    /// connections. An answer larger than the socket's send buffer could
-    /// still be cut; the gateway's answers are far smaller.
-    private func writeOutAnswers() async {
-        for loop in loops {
-            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-                let queued = loop.execute {
-                    _ = loop.scheduleTimer(after: .zero) { continuation.resume() }
+    /// Turns each loop enough times for the last answers to reach the
+    /// kernel before `stop()` closes the connections. evhttp writes an
+    /// answer when its socket is writable, at most 16 KiB a turn (libevent's
+    /// single-write limit), and each zero-delay timer below comes after the
+    /// I/O polled in its turn (libevent runs the events it polled before the
+    /// timers it expired). So 256 turns write out answers up to 4 MiB a
+    /// connection: a bound in work, not in time; idle turns cost
+    /// microseconds. Connections answered while draining close themselves
+    /// once written (`Connection: close`). Exact would be to wait until the
+    /// server's connections have closed, which `HTTPServer` does not tell.
+    private func writeOutAnswers(turns: Int = 256) async {
+        await withTaskGroup(of: Void.self) { group in
+            for loop in loops {
+                group.addTask {
+                    await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+                        let queued = loop.execute {
+                            Self.turn(loop, times: turns) { continuation.resume() }
+                        }
+                        // A stopped loop has nothing left to write.
+                        if !queued { continuation.resume() }
+                    }
                 }
-                // A stopped loop has nothing left to write.
-                if !queued { continuation.resume() }
             }
         }
+    }
+
+    /// Calls `done` on `loop` after `times` turns of it.
+    private static func turn(_ loop: EventLoop, times: Int, then done: @escaping () -> Void) {
+        guard times > 0 else { return done() }
+        _ = loop.scheduleTimer(after: .zero) { turn(loop, times: times - 1, then: done) }
     }
 }

@@ -117,6 +117,30 @@ import Testing
         #expect(await gateway.waitForExit() == 0)
     }
 
+    /// An answer many times libevent's 16 KiB single write, for a call in
+    /// flight at SIGTERM, reaches the client whole before the connections
+    /// close.
+    @Test func aLargeAnswerInFlightIsWrittenOutWhole() async throws {
+        let upstream = try RunningUpstream.start()
+        defer { upstream.stop() }
+        upstream.upstream.setStandingFault(.delay(milliseconds: 1000))
+        let gateway = try await GatewayProcess.start(upstream.gatewayEnvironment(Self.patient(["GATEWAY_SHUTDOWN_GRACE_MS": "600000"])))
+        let identifiers = ["premium_monthly", "premium_yearly", "premium_weekly", "boost_7days", "family_monthly", "coins_100", "coins_550", "coins_1200"]
+        let batch = "[" + (1...50).map { MetricsTests.fetch(identifiers, id: $0) }.joined(separator: ",") + "]"
+
+        async let call = gateway.rpc(batch)
+        try await waitForEvent("the upstream to receive the fetch") { upstream.upstream.requests.count == 1 }
+        gateway.sendSignal(SIGTERM)
+
+        let response = try await call
+        #expect(response.status == 200)
+        #expect(response.body.count > 8 * 16384, "\(response.body.count) bytes")
+        let answers = try #require(try parseJSON(response.body).arrayValue)
+        #expect(answers.count == 50)
+        #expect(answers.allSatisfy { $0["result"]?["products"]?.arrayValue?.count == identifiers.count })
+        #expect(await gateway.waitForExit(killingAfter: .seconds(30)) == 0)
+    }
+
     @Test func graceShorterThanTheCallCancelsIt() async throws {
         let upstream = try RunningUpstream.start()
         defer { upstream.stop() }
