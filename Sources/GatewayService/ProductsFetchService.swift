@@ -147,7 +147,4 @@ public final class ProductsFetchService: Sendable {
     public func waitForFetches() async -> Bool {
         await coalescer.waitUntilIdle()
     }
-
-    /// Shared fetches started and not yet ended.
-    var runningFetchCount: Int { coalescer.runningCount }
 }
