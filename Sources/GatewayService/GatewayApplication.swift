@@ -8,15 +8,16 @@ import ServiceLifecycle
 /// The composition root: builds every part from a configuration, serves,
 /// and shuts down gracefully. `main` and the tests both use it.
 ///
-/// It is one `Service` made of two: the ``HTTPFront`` and the
-/// ``UpstreamPool``, run by a `ServiceGroup` of its own, which stops them in
-/// reverse order (the front drains first, then the pool). The event loops
-/// under both are the application's: they stop after the group returns,
-/// because when the grace is over a group cancels its services all at once,
-/// and the front still needs the loops to write its last answers. Signals
-/// and the grace belong to whoever runs the application (`main`: a
-/// `ServiceGroup` bounded by `GATEWAY_SHUTDOWN_GRACE_MS`, shut down on
-/// SIGTERM or SIGINT; the tests: one without signals).
+/// It is one `Service` composed of the ``HTTPFront``, the ``UpstreamPool``
+/// and the event loops under both, rather than a group of sibling services:
+/// its shutdown is a sequence whose steps depend on each other (drain before
+/// any call is released, so the answers carry `Connection: close`; release
+/// the fetch waiters before the pool refuses leases, so calls get
+/// `cancelled`; stop the loops last, after the answers are written), and a
+/// `ServiceGroup` cancels its services all at once when the grace is over.
+/// Signals and the grace belong to the group that runs it (`main`: bounded
+/// by `GATEWAY_SHUTDOWN_GRACE_MS`, shut down on SIGTERM or SIGINT; the
+/// tests: one without signals).
 public final class GatewayApplication: Service {
     public let configuration: GatewayConfiguration
     public let metrics: GatewayMetrics
@@ -115,8 +116,7 @@ public final class GatewayApplication: Service {
                 maxBodyBytes: GatewayHTTPHandler.transportBodyLimit(for: configuration.maxBodyBytes)
             ),
             handler: handler,
-            readiness: readiness,
-            logger: logger
+            readiness: readiness
         )
     }
 
@@ -127,26 +127,40 @@ public final class GatewayApplication: Service {
         try front.start()
     }
 
-    /// Serves until the group running it shuts down: gracefully (calls in
-    /// flight finish, within the grace the group allows) or by cancellation
-    /// (the grace is over: whatever still waits gets `cancelled` and is
-    /// answered). Returns once the connections are closed and the loops
-    /// have stopped.
+    /// Serves until the group running it shuts down, then drains:
+    ///
+    /// 1. The front drains: `/readyz` 503, listeners closed, later answers
+    ///    with `Connection: close`.
+    /// 2. Graceful: the calls in flight get the rest of the grace. When the
+    ///    grace is over (this task is cancelled), every wait on a fetch ends
+    ///    with `cancelled`, and the front waits, uncancellably, until those
+    ///    answers are handed over.
+    /// 3. The answers are written out and the connections close at once, so
+    ///    no request can arrive on an idle connection after the count.
+    /// 4. Graceful: fetches still running (their callers left at their
+    ///    deadline) get the rest of the grace. Then the pool fails the lease
+    ///    waiters and closes its connections, and the loops stop.
     public func run() async throws {
-        let services = ServiceGroup(configuration: ServiceGroupConfiguration(
-            services: [
-                .init(service: upstream, serviceName: "upstream pool"),
-                .init(service: front, serviceName: "HTTP front"),
-            ],
-            logger: Self.lifecycleLogger(logger)
-        ))
+        let graceful = (try? await gracefulShutdown()) != nil
+        front.beginDraining()
+        let answered = graceful ? await front.waitForCalls(cancellable: true) : false
+        if !answered {
+            let inFlight = front.callsInFlight
+            if inFlight > 0 {
+                logger.warning("shutdown grace over; cancelling calls in flight", metadata: ["inFlight": "\(inFlight)"])
+            }
+            upstream.cancelWaiting()
+            await front.waitForCalls(cancellable: false)
+        }
+        await front.close()
+        if answered { _ = await upstream.waitForFetches() }
+        upstream.close()
         // Blocks this thread until the loops' threads have ended; they run
         // their last jobs themselves and never wait for the cooperative pool.
-        defer { group.shutdown() }
-        try await services.run()
+        group.shutdown()
     }
 
-    /// The logger for a `ServiceGroup`: its own lines are all `debug` (each
+    /// The logger for a `ServiceGroup`: its own lines are all `debug` (the
     /// service starting and stopping), and between start-up and shutdown
     /// every line of the log belongs to a call.
     public static func lifecycleLogger(_ logger: Logger) -> Logger {

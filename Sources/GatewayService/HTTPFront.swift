@@ -1,29 +1,22 @@
 import EventTransport
 import Logging
-import ServiceLifecycle
 
-/// The HTTP side of the gateway as a `Service`: the listeners on every
-/// loop, the HTTP rules in front of the engine, and `/readyz`.
-///
-/// It serves from ``start()`` on (the loops do the work); ``run()`` only
-/// waits for the shutdown and drains: `/readyz` turns 503 at once, the
-/// listeners close, later answers carry `Connection: close`, and the calls
-/// in flight are answered before the connections close.
-final class HTTPFront: Service {
+/// The HTTP side of the gateway: the listeners on every loop, the HTTP
+/// rules in front of the engine, `/readyz`, and the count of calls in
+/// flight. ``GatewayApplication`` drives its shutdown.
+final class HTTPFront: Sendable {
     private let server: HTTPServer
     private let handler: GatewayHTTPHandler
     private let readiness: ReadinessState
     private let loops: [EventLoop]
-    private let logger: Logger
 
-    init(group: EventLoopGroup, configuration: HTTPServerConfiguration, handler: GatewayHTTPHandler, readiness: ReadinessState, logger: Logger) {
+    init(group: EventLoopGroup, configuration: HTTPServerConfiguration, handler: GatewayHTTPHandler, readiness: ReadinessState) {
         self.server = HTTPServer(group: group, configuration: configuration) { request, responder in
             handler.handle(request, responder: responder)
         }
         self.handler = handler
         self.readiness = readiness
         self.loops = group.loops
-        self.logger = logger
     }
 
     /// Binds and serves; returns the bound port. `/readyz` answers 200 from here on.
@@ -33,26 +26,30 @@ final class HTTPFront: Service {
         return port
     }
 
-    /// Returns once every call accepted before the shutdown has been
-    /// answered and the connections are closed. On a graceful shutdown the
-    /// calls get the rest of the grace; when the grace is over (this task is
-    /// cancelled), the upstream pool ends their waits with `cancelled`, and
-    /// those answers still go out.
-    func run() async {
-        let graceful = (try? await gracefulShutdown()) != nil
+    /// `/readyz` turns 503, the listeners close, and every later answer
+    /// carries `Connection: close`; calls in flight go on.
+    func beginDraining() {
         readiness.set(.draining)
-        server.beginDraining()
-        let answered = graceful ? await handler.calls.waitUntilIdle() : false
-        if !answered {
-            let inFlight = handler.calls.count
-            if inFlight > 0 {
-                logger.warning("shutdown grace over; cancelling calls in flight", metadata: ["inFlight": "\(inFlight)"])
-            }
-            await handler.calls.waitUntilIdle(cancellable: false)
-        }
-        await writeOutAnswers()
         // Blocks this thread for one turn of each loop; nothing a loop runs
         // waits for the cooperative pool, so it cannot deadlock.
+        server.beginDraining()
+    }
+
+    /// `/rpc` requests accepted and not yet answered.
+    var callsInFlight: Int { handler.calls.count }
+
+    /// Waits until every call has been handed its answer.
+    /// - Parameter cancellable: When true, the wait also ends when the
+    ///   calling task is cancelled (the grace is over).
+    /// - Returns: `true` when no call is in flight.
+    @discardableResult
+    func waitForCalls(cancellable: Bool) async -> Bool {
+        await handler.calls.waitUntilIdle(cancellable: cancellable)
+    }
+
+    /// Writes out the last answers, then closes every connection.
+    func close() async {
+        await writeOutAnswers()
         server.stop()
     }
 

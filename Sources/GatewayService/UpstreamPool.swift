@@ -1,14 +1,10 @@
 import EventTransport
-import ServiceLifecycle
 
-/// The upstream side of the gateway as a `Service`: the shared fetches
-/// (owned by the coalescer of ``ProductsFetchService``) and the HTTPS
-/// client's connections they use; none with the embedded catalog.
-///
-/// The group stops it after the HTTP front, so by then every call has been
-/// answered; what may still run are fetches whose callers left at their
-/// deadline.
-final class UpstreamPool: Service {
+/// The upstream side of the gateway: the shared fetches (owned by the
+/// coalescer of ``ProductsFetchService``) and the HTTPS client's
+/// connections they use; no client with the embedded catalog.
+/// ``GatewayApplication`` drives its shutdown.
+final class UpstreamPool: Sendable {
     private let service: ProductsFetchService
     private let client: HTTPSClient?
 
@@ -17,18 +13,22 @@ final class UpstreamPool: Service {
         self.client = client
     }
 
-    /// On a graceful shutdown, waits for the fetches still running, within
-    /// the grace. When the grace is over (this task is cancelled), every
-    /// wait on a fetch ends with `cancelled` at once, and fetches still in
-    /// flight are abandoned with the loops. Then the client fails the
-    /// requests waiting for a lease and closes its idle connections.
-    func run() async {
-        let graceful = (try? await gracefulShutdown()) != nil
-        let ended = graceful ? await service.waitForFetches() : false
-        if !ended {
-            service.cancelWaiting()
-        }
-        // Blocks this thread for one turn of each loop, like HTTPFront's stop.
+    /// Waits until no shared fetch is running, or the calling task is
+    /// cancelled. - Returns: `true` when none is running.
+    func waitForFetches() async -> Bool {
+        await service.waitForFetches()
+    }
+
+    /// Ends every wait on a fetch with `cancelled`, now and from now on.
+    /// Fetches in flight go on, with nobody waiting for them.
+    func cancelWaiting() {
+        service.cancelWaiting()
+    }
+
+    /// Fails the requests waiting for a lease and closes the idle
+    /// connections; an exchange still in flight is abandoned with the loops.
+    func close() {
+        // Blocks this thread for one turn of each loop, like HTTPFront's.
         client?.shutdown()
     }
 }

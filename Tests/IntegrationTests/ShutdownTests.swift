@@ -164,12 +164,14 @@ import Testing
 
     /// The grace ends while the upstream never answers: the call is
     /// answered `cancelled` and the process exits 0 without waiting for the
-    /// upstream exchange (its deadline is ten minutes away).
-    @Test func graceOverExitsWhileTheUpstreamHangs() async throws {
+    /// upstream exchange (its deadline is ten minutes away). A grace of 0
+    /// cancels at once.
+    @Test(arguments: ["300", "0"])
+    func graceOverExitsWhileTheUpstreamHangs(grace: String) async throws {
         let upstream = try RunningUpstream.start()
         defer { upstream.stop() }
         upstream.upstream.setStandingFault(.hang)
-        let gateway = try await GatewayProcess.start(upstream.gatewayEnvironment(Self.patient(["GATEWAY_SHUTDOWN_GRACE_MS": "300"])))
+        let gateway = try await GatewayProcess.start(upstream.gatewayEnvironment(Self.patient(["GATEWAY_SHUTDOWN_GRACE_MS": grace])))
 
         async let call = gateway.rpc(MetricsTests.fetch(["boost_7days"]), headers: [("X-Request-Id", "upstream-hangs")])
         try await waitForEvent("the upstream to receive the call") { upstream.upstream.requestCount(for: "boost_7days") == 1 }
