@@ -113,8 +113,8 @@ public final class ProductsFetchService: Sendable {
     }
 
     /// Starts a shared fetch in a task of its own: no caller owns it, so a
-    /// caller leaving never cancels it for the others; the coalescer does,
-    /// from the claim until `finish`. The task runs on the calling thread's
+    /// caller leaving never cancels it for the others; the coalescer owns
+    /// it, from the claim until `finish`. The task runs on the calling thread's
     /// event loop when there is one, so the fetch, its upstream exchange and
     /// its timers stay on the loop of the call that started it.
     private func start(_ fetch: SharedFetch, requestID: String, deadline: ContinuousClock.Instant) {
