@@ -30,6 +30,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-metrics", from: "2.13.0"),
         .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
         .package(url: "https://github.com/jpsim/Yams", from: "6.2.2"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
     ],
     targets: [
         // MARK: C libraries and the shim that makes their macros callable.
@@ -80,6 +81,7 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
             resources: [.embedInCode("Resources/openapi.yaml")],
             swiftSettings: strictSwift
@@ -90,6 +92,8 @@ let package = Package(
                 "GatewayService",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "UnixSignals", package: "swift-service-lifecycle"),
             ],
             swiftSettings: strictSwift
         ),
@@ -122,7 +126,10 @@ let package = Package(
         .testTarget(name: "GatewayServiceTests", dependencies: ["GatewayService", "ProductsDomain", "JSONRPC"], swiftSettings: testSwift),
         .testTarget(
             name: "IntegrationTests",
-            dependencies: ["GatewayService", "MockUpstream", "EventTransport", "JSONRPC", "ProductsDomain", "ProductsGatewayCLI", "MockUpstreamCLI", "ServiceDescription"],
+            dependencies: [
+                "GatewayService", "MockUpstream", "EventTransport", "JSONRPC", "ProductsDomain", "ProductsGatewayCLI", "MockUpstreamCLI", "ServiceDescription",
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
             swiftSettings: testSwift
         ),
     ]

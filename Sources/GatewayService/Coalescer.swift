@@ -1,13 +1,29 @@
+import ProductsDomain
 import Synchronization
 
 /// Per-identifier coalescing across calls, batch elements and worker
 /// threads: while identifier X of a scope is being fetched, every call that
 /// needs X waits for that fetch instead of asking the upstream again.
 ///
+/// It is also the one owner of the shared fetches: a fetch belongs to it
+/// from the claim that creates it until ``finish(_:with:)``, so shutdown
+/// asks it alone what is still running (``waitUntilIdle()``), and the last
+/// fetch to finish resumes that wait.
+///
 /// The state machine lives under one mutex held only for dictionary work;
 /// starting fetches and resuming waiters happen outside it.
 final class Coalescer: Sendable {
-    private let state = Mutex(CoalescerStateMachine<SharedFetch>())
+    private struct State {
+        var machine = CoalescerStateMachine<SharedFetch>()
+        /// Set once the shutdown grace is over: the failure every wait on a
+        /// fetch, present or future, ends with at once.
+        var released: ProductsFetchFailure?
+    }
+
+    private let state = Mutex(State())
+    /// Fetches claimed and not yet finished. Entered under `state`'s lock,
+    /// so a fetch is counted before any call can see it.
+    private let running = InFlightCounter()
 
     /// What a call must wait for, and which new fetches it must start.
     struct Claim {
@@ -22,15 +38,17 @@ final class Coalescer: Sendable {
     /// Joins fetches in flight for `identifiers` and claims the rest in
     /// chunks of at most `chunkSize`, atomically.
     func claim(scope: FetchScope, identifiers: [String], chunkSize: Int) -> Claim {
-        state.withLock { machine in
-            let plan = machine.plan(scope: scope, identifiers: identifiers)
+        state.withLock { state in
+            let plan = state.machine.plan(scope: scope, identifiers: identifiers)
             var started: [SharedFetch] = []
             var start = plan.unclaimed.startIndex
             while start < plan.unclaimed.endIndex {
                 let end = min(start + chunkSize, plan.unclaimed.endIndex)
                 let chunk = Array(plan.unclaimed[start..<end])
                 let fetch = SharedFetch(scope: scope, identifiers: chunk)
-                machine.register(fetch, identifiers: chunk, scope: scope)
+                if let failure = state.released { fetch.releaseWaiters(with: failure) }
+                state.machine.register(fetch, identifiers: chunk, scope: scope)
+                running.enter()
                 started.append(fetch)
                 start = end
             }
@@ -38,13 +56,30 @@ final class Coalescer: Sendable {
         }
     }
 
-    /// Forgets a fetch that has ended.
-    func finish(_ fetch: SharedFetch) {
-        state.withLock { $0.finish(fetch, identifiers: fetch.identifiers, scope: fetch.scope) }
+    /// A fetch ended: its identifiers are free again, its waiters get
+    /// `outcome`, and a shutdown waiting for the last fetch goes on.
+    func finish(_ fetch: SharedFetch, with outcome: SharedFetch.Outcome) {
+        state.withLock { $0.machine.finish(fetch, identifiers: fetch.identifiers, scope: fetch.scope) }
+        fetch.finish(outcome)
+        running.leave()
     }
 
-    /// Every fetch in flight.
-    var inFlight: [SharedFetch] {
-        state.withLock { $0.fetches }
+    /// Ends every wait on a fetch with `failure`, now and from now on
+    /// (the shutdown grace is over). The fetches themselves go on.
+    func releaseWaiters(with failure: ProductsFetchFailure) {
+        let fetches = state.withLock { state in
+            state.released = failure
+            return state.machine.fetches
+        }
+        for fetch in fetches { fetch.releaseWaiters(with: failure) }
     }
+
+    /// Waits until no fetch is running, or the calling task is cancelled.
+    /// - Returns: `true` when no fetch is running.
+    func waitUntilIdle() async -> Bool {
+        await running.waitUntilIdle()
+    }
+
+    /// Fetches claimed and not yet finished.
+    var runningCount: Int { running.count }
 }

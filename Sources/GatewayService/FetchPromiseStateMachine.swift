@@ -4,14 +4,20 @@
 struct FetchPromiseStateMachine<Value, Waiter> {
     enum State {
         case pending(waiters: [Int: Waiter])
+        /// Every waiter was let go with this value (the shutdown grace is
+        /// over), and every later one gets it at once, even after the fetch
+        /// ends: a call that is between two of its fetches then must not
+        /// see the failure the shutdown itself caused (a refused lease).
+        case released(Value)
         case finished(Value)
     }
 
     enum WaitAction {
         /// The waiter is registered; it will be handed back by `finish`,
-        /// `removeWaiter` or `removeAllWaiters`.
+        /// `removeWaiter` or `release`.
         case suspend
-        /// The fetch has already ended: resume the waiter with this at once.
+        /// The fetch has already ended, or its waiters were released:
+        /// resume the waiter with this at once.
         case resume(Value)
     }
 
@@ -24,7 +30,7 @@ struct FetchPromiseStateMachine<Value, Waiter> {
             waiters[id] = waiter
             state = .pending(waiters: waiters)
             return .suspend
-        case .finished(let value):
+        case .released(let value), .finished(let value):
             return .resume(value)
         }
     }
@@ -37,19 +43,27 @@ struct FetchPromiseStateMachine<Value, Waiter> {
         return waiter
     }
 
-    /// Every waiter leaves at once (the gateway is shutting down).
-    mutating func removeAllWaiters() -> [Waiter] {
+    /// Every waiter leaves at once with `value`, and so does every later
+    /// one (the shutdown grace is over). Returns the waiters to resume with
+    /// `value`.
+    mutating func release(with value: Value) -> [Waiter] {
         guard case .pending(let waiters) = state else { return [] }
-        state = .pending(waiters: [:])
+        state = .released(value)
         return waiters.sorted { $0.key < $1.key }.map(\.value)
     }
 
     /// The fetch ended: returns the waiters to resume with `value`. Later
     /// waiters get `value` at once.
     mutating func finish(_ value: Value) -> [Waiter] {
-        guard case .pending(let waiters) = state else { preconditionFailure("a fetch finished twice") }
-        state = .finished(value)
-        return waiters.sorted { $0.key < $1.key }.map(\.value)
+        switch state {
+        case .pending(let waiters):
+            state = .finished(value)
+            return waiters.sorted { $0.key < $1.key }.map(\.value)
+        case .released:
+            return []
+        case .finished:
+            preconditionFailure("a fetch finished twice")
+        }
     }
 
     var waiterCount: Int {

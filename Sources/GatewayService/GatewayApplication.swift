@@ -3,19 +3,28 @@ import Foundation
 import JSONRPC
 import Logging
 import ProductsDomain
+import ServiceLifecycle
 
 /// The composition root: builds every part from a configuration, serves,
 /// and shuts down gracefully. `main` and the tests both use it.
-public final class GatewayApplication: Sendable {
+///
+/// It is one `Service` composed of the ``HTTPFront``, the ``UpstreamPool``
+/// and the event loops under both, rather than a group of sibling services:
+/// its shutdown is a sequence whose steps depend on each other (drain before
+/// any call is released, so the answers carry `Connection: close`; release
+/// the fetch waiters before the pool refuses leases, so calls get
+/// `cancelled`; stop the loops last, after the answers are written), and a
+/// `ServiceGroup` cancels its services all at once when the grace is over.
+/// Signals and the grace belong to the group that runs it (`main`: bounded
+/// by `GATEWAY_SHUTDOWN_GRACE_MS`, shut down on SIGTERM or SIGINT; the
+/// tests: one without signals).
+public final class GatewayApplication: Service {
     public let configuration: GatewayConfiguration
     public let metrics: GatewayMetrics
     private let logger: Logger
     private let group: EventLoopGroup
-    private let server: HTTPServer
-    private let client: HTTPSClient?
-    private let service: ProductsFetchService
-    private let handler: GatewayHTTPHandler
-    private let readiness: ReadinessState
+    private let front: HTTPFront
+    private let upstream: UpstreamPool
 
     /// Builds the gateway; nothing listens until ``start()``.
     /// - Throws: ``ConfigurationError`` for a CA or catalog file that cannot
@@ -29,6 +38,7 @@ public final class GatewayApplication: Sendable {
         self.group = group
 
         let source: any ProductSource
+        let client: HTTPSClient?
         if let upstream = configuration.upstream {
             let tls: TLSClientContext
             do {
@@ -37,7 +47,7 @@ public final class GatewayApplication: Sendable {
                 group.shutdown()
                 throw ConfigurationError(variable: configuration.caFile == nil ? "ONSIDE_UPSTREAM_URL" : "ONSIDE_CA_FILE", message: "cannot set up TLS: \(error.message)")
             }
-            let client = HTTPSClient(group: group, configuration: HTTPSClientConfiguration(
+            let upstreamClient = HTTPSClient(group: group, configuration: HTTPSClientConfiguration(
                 host: upstream.host,
                 port: upstream.port,
                 tls: tls,
@@ -46,9 +56,9 @@ public final class GatewayApplication: Sendable {
                 maxResponseBytes: configuration.upstreamMaxBodyBytes,
                 observer: UpstreamInflightGauge(metrics: metrics)
             ))
-            self.client = client
+            client = upstreamClient
             source = OnsideUpstreamSource(
-                client: client,
+                client: upstreamClient,
                 settings: .init(
                     basePath: upstream.basePath,
                     apiToken: configuration.apiToken,
@@ -59,7 +69,7 @@ public final class GatewayApplication: Sendable {
                 logger: logger
             )
         } else {
-            self.client = nil
+            client = nil
             do {
                 let catalog = try configuration.catalogPath.map { path throws(CatalogError) in try Catalog(contentsOfFile: path) } ?? Catalog.sample
                 source = CatalogProductSource(catalog: catalog)
@@ -82,14 +92,13 @@ public final class GatewayApplication: Sendable {
             source: source,
             metrics: metrics
         )
-        self.service = service
+        self.upstream = UpstreamPool(service: service, client: client)
         let rpc = JSONRPCServer<RPCCallContext>(
             maxBatchSize: configuration.maxBatch,
             methods: ["products.fetch": Self.productsFetchMethod(service: service), "rpc.discover": OpenRPCDocument.discoverMethod()],
             observer: Self.callObserver(metrics: metrics)
         )
         let readiness = ReadinessState()
-        self.readiness = readiness
         let handler = GatewayHTTPHandler(
             rpc: rpc,
             authenticator: APIKeyAuthenticator(keys: configuration.apiKeys),
@@ -98,8 +107,7 @@ public final class GatewayApplication: Sendable {
             openAPIDocument: OpenAPIDocument.bytes,
             logger: logger
         )
-        self.handler = handler
-        let server = HTTPServer(
+        let front = HTTPFront(
             group: group,
             configuration: HTTPServerConfiguration(
                 host: configuration.listenHost,
@@ -110,14 +118,15 @@ public final class GatewayApplication: Sendable {
                 maxConnections: configuration.maxConnections
             ),
             logger: logger,
-            problemResponder: GatewayHTTPHandler.framingProblem,
-            handler: { request, responder in handler.handle(request, responder: responder) }
+            handler: handler,
+            readiness: readiness
         )
-        self.server = server
-        metrics.readConnectionCounts { (server.openConnections, server.rejectedConnections) }
+        self.front = front
+        metrics.readConnectionCounts { front.connectionCounts }
     }
 
-    /// Binds and serves; returns the bound port.
+    /// Binds and serves; returns the bound port. Binding comes before
+    /// ``run()`` so that a port in use stops start-up before any service runs.
     @discardableResult
     public func start() throws -> Int {
         LibeventLog.route(to: logger)
@@ -130,45 +139,49 @@ public final class GatewayApplication: Sendable {
                 "openFileLimit": "\(limit)", "needed": "\(wanted)", "GATEWAY_MAX_CONNECTIONS": "\(configuration.maxConnections)",
             ])
         }
-        let port = try server.start()
-        readiness.set(.ready)
-        return port
+        return try front.start()
     }
 
-    /// Graceful shutdown: `/readyz` turns 503, the listeners close, calls in
-    /// flight get up to `grace` to finish; whatever still waits then gets
-    /// `cancelled`; then connections close and the loops stop.
-    public func shutdown(grace: Duration) async {
-        readiness.set(.draining)
-        server.beginDraining()
-        let deadline = ContinuousClock.now + grace
-        while handler.inFlightCount > 0, ContinuousClock.now < deadline {
-            try? await Task.sleep(for: .milliseconds(20))
-        }
-        if handler.inFlightCount > 0 {
-            logger.warning("shutdown grace over; cancelling calls in flight", metadata: ["inFlight": "\(handler.inFlightCount)"])
-            service.cancelWaiting()
-            // The cancelled calls still need their answers written.
-            let flushDeadline = ContinuousClock.now + .seconds(1)
-            while handler.inFlightCount > 0, ContinuousClock.now < flushDeadline {
-                try? await Task.sleep(for: .milliseconds(10))
+    /// Serves until the group running it shuts down, then drains:
+    ///
+    /// 1. The front drains: `/readyz` 503, listeners closed, later answers
+    ///    with `Connection: close`.
+    /// 2. Graceful: the calls in flight get the rest of the grace. When the
+    ///    grace is over (this task is cancelled), every wait on a fetch ends
+    ///    with `cancelled`, and the front waits, uncancellably, until those
+    ///    answers are handed over.
+    /// 3. The answers are written out and the connections close at once, so
+    ///    no request can arrive on an idle connection after the count.
+    /// 4. Graceful: fetches still running (their callers left at their
+    ///    deadline) get the rest of the grace. Then the pool fails the lease
+    ///    waiters and closes its connections, and the loops stop.
+    public func run() async throws {
+        let graceful = (try? await gracefulShutdown()) != nil
+        front.beginDraining()
+        let answered = graceful ? await front.waitForCalls(cancellable: true) : false
+        if !answered {
+            let inFlight = front.callsInFlight
+            if inFlight > 0 {
+                logger.warning("shutdown grace over; cancelling calls in flight", metadata: ["inFlight": "\(inFlight)"])
             }
+            upstream.cancelWaiting()
+            await front.waitForCalls(cancellable: false)
         }
-        // Let the loops write the last answers before connections close.
-        try? await Task.sleep(for: .milliseconds(50))
-        let server = self.server
-        let client = self.client
-        let group = self.group
-        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            // Blocking waits on the loops belong on a thread of their own,
-            // not on the cooperative pool.
-            Thread {
-                server.stop()
-                client?.shutdown()
-                group.shutdown()
-                continuation.resume()
-            }.start()
-        }
+        await front.close()
+        if answered { _ = await upstream.waitForFetches() }
+        upstream.close()
+        // Blocks this thread until the loops' threads have ended; they run
+        // their last jobs themselves and never wait for the cooperative pool.
+        group.shutdown()
+    }
+
+    /// The logger for a `ServiceGroup`: its own lines are all `debug` (the
+    /// service starting and stopping), and between start-up and shutdown
+    /// every line of the log belongs to a call.
+    public static func lifecycleLogger(_ logger: Logger) -> Logger {
+        var quiet = logger
+        quiet.logLevel = max(logger.logLevel, .info)
+        return quiet
     }
 
     /// `products.fetch`, bound to the service.

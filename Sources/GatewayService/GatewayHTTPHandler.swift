@@ -1,7 +1,6 @@
 import EventTransport
 import JSONRPC
 import Logging
-import Synchronization
 
 /// The HTTP rules of contract section 1 in front of the JSON-RPC engine:
 /// routing, methods, content type, API keys, `X-Request-Id`.
@@ -12,7 +11,9 @@ final class GatewayHTTPHandler: Sendable {
     private let metrics: GatewayMetrics
     private let openAPIDocument: [UInt8]
     private let logger: Logger
-    private let inFlight = Atomic<Int>(0)
+    /// `/rpc` requests from the moment they are accepted until their answer
+    /// is handed to the loop; graceful shutdown waits for none to be left.
+    let calls = InFlightCounter()
 
     init(rpc: JSONRPCServer<RPCCallContext>, authenticator: APIKeyAuthenticator, readiness: ReadinessState, metrics: GatewayMetrics, openAPIDocument: [UInt8], logger: Logger) {
         self.rpc = rpc
@@ -22,9 +23,6 @@ final class GatewayHTTPHandler: Sendable {
         self.openAPIDocument = openAPIDocument
         self.logger = logger
     }
-
-    /// JSON-RPC HTTP requests being answered right now.
-    var inFlightCount: Int { inFlight.load(ordering: .acquiring) }
 
     /// Called on a loop thread; never blocks it. `/rpc` work moves to a task
     /// on the same loop, whose answer the responder carries back.
@@ -74,11 +72,11 @@ final class GatewayHTTPHandler: Sendable {
             return
         }
         let context = RPCCallContext(requestID: requestID, logger: logger)
-        inFlight.add(1, ordering: .acquiringAndReleasing)
+        calls.enter()
         // On the loop that accepted the request: parsing, the cache and the
         // answer of a call served from memory never leave this thread.
         responder.send { [self, headers] in
-            defer { inFlight.subtract(1, ordering: .acquiringAndReleasing) }
+            defer { calls.leave() }
             switch await rpc.handle(body: request.body, context: context) {
             case .noContent:
                 return HTTPResponse(status: 204, headers: headers)

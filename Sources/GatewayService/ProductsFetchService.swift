@@ -1,3 +1,4 @@
+import EventTransport
 import JSONRPC
 import Logging
 import ProductsDomain
@@ -32,7 +33,6 @@ public final class ProductsFetchService: Sendable {
     private let coalescer = Coalescer()
     private let cache: ResponseCache
     private let metrics: GatewayMetrics
-    private let fetchTasks = FetchTaskTracker()
 
     public init(settings: Settings, source: any ProductSource, metrics: GatewayMetrics) {
         self.settings = settings
@@ -113,33 +113,38 @@ public final class ProductsFetchService: Sendable {
     }
 
     /// Starts a shared fetch in a task of its own: no caller owns it, so a
-    /// caller leaving never cancels it for the others.
+    /// caller leaving never cancels it for the others; the coalescer owns
+    /// it, from the claim until `finish`. The task runs on the calling thread's
+    /// event loop when there is one, so the fetch, its upstream exchange and
+    /// its timers stay on the loop of the call that started it.
     private func start(_ fetch: SharedFetch, requestID: String, deadline: ContinuousClock.Instant) {
         let request = SourceRequest(scope: fetch.scope, identifiers: fetch.identifiers, requestID: requestID, deadline: deadline)
         let source = self.source
         let cache = self.cache
         let coalescer = self.coalescer
-        fetchTasks.track { @Sendable in
+        Task(executorPreference: EventLoop.current) {
             let outcome = await source.fetch(request)
             if case .success(let page) = outcome {
                 // Stored before the identifiers are released, so a call
                 // arriving in between finds one or the other.
                 cache.store(page, scope: fetch.scope, identifiers: fetch.identifiers, now: .now)
             }
-            coalescer.finish(fetch)
-            fetch.finish(outcome)
+            coalescer.finish(fetch, with: outcome)
         }
     }
 
-    /// Releases every caller still waiting with `cancelled` (shutdown grace
-    /// is over). Fetches in flight finish on their own.
+    /// Ends every wait on a shared fetch with `cancelled`, now and until the
+    /// process ends (the shutdown grace is over). Fetches in flight go on;
+    /// nobody waits for them any more.
     public func cancelWaiting() {
-        let failure = ProductsFetchFailure.cancelled(detail: "the gateway is shutting down")
-        for fetch in coalescer.inFlight { fetch.releaseWaiters(with: failure) }
+        coalescer.releaseWaiters(with: .cancelled(detail: "the gateway is shutting down"))
     }
 
-    /// Waits until every upstream fetch started so far has ended.
-    public func waitForFetches() async {
-        await fetchTasks.waitForAll()
+    /// Waits until every shared fetch started so far has ended, or until the
+    /// calling task is cancelled.
+    /// - Returns: `true` when no fetch is running.
+    @discardableResult
+    public func waitForFetches() async -> Bool {
+        await coalescer.waitUntilIdle()
     }
 }

@@ -86,9 +86,10 @@ final class SharedFetch: Sendable {
         }
     }
 
-    /// Releases every waiter with `failure`, leaving the fetch running.
+    /// Releases every waiter with `failure`, and every later one, leaving
+    /// the fetch running.
     func releaseWaiters(with failure: ProductsFetchFailure) {
-        let waiters = state.withLock { $0.removeAllWaiters() }
+        let waiters = state.withLock { $0.release(with: .failure(failure)) }
         for waiter in waiters {
             waiter.timer?.cancel()
             waiter.continuation.resume(returning: .failure(failure))

@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import GatewayService
 import Logging
+import ServiceLifecycle
 
 /// `products-gateway serve` (the default): runs the gateway until SIGTERM or SIGINT.
 struct ServeCommand: AsyncParsableCommand {
@@ -151,7 +152,9 @@ struct ServeCommand: AsyncParsableCommand {
         for (name, value) in configuration.redactedSummary { summary[name] = "\(value)" }
         logger.info("starting products-gateway", metadata: summary)
 
-        let signals = ShutdownSignals(logger: logger)
+        // Trapped before anything serves: from here on SIGTERM and SIGINT
+        // start the graceful shutdown instead of ending the process.
+        let signals = await ShutdownSignals(graceMS: configuration.shutdownGraceMS, logger: logger)
         let application: GatewayApplication
         let port: Int
         // From here on standard error is the log: with LOG_FORMAT=json every
@@ -167,9 +170,18 @@ struct ServeCommand: AsyncParsableCommand {
             throw ExitCode(2)
         }
         logger.info("listening", metadata: ["address": "\(configuration.listenHost):\(port)", "port": "\(port)"])
-        let signal = await signals.first()
-        logger.info("shutting down", metadata: ["signal": "\(signal)", "graceMs": "\(configuration.shutdownGraceMS)"])
-        await application.shutdown(grace: .milliseconds(configuration.shutdownGraceMS))
+
+        // The first signal shuts the application down gracefully: it drains,
+        // within the grace. Past the grace the group cancels it, and it
+        // answers what still waits with `cancelled` and returns.
+        var services = ServiceGroupConfiguration(
+            services: [.init(service: application, serviceName: "gateway")],
+            logger: GatewayApplication.lifecycleLogger(logger)
+        )
+        services.maximumGracefulShutdownDuration = .milliseconds(configuration.shutdownGraceMS)
+        let group = ServiceGroup(configuration: services)
+        async let watching: Void = signals.watch(group)
+        try await group.run()
         logger.info("stopped")
     }
 }

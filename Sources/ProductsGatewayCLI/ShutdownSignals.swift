@@ -1,54 +1,43 @@
-import Dispatch
 import Foundation
 import Logging
+import ServiceLifecycle
+import UnixSignals
 
-/// SIGTERM and SIGINT as an async event: the first starts the graceful
+/// SIGTERM and SIGINT: the first is logged and starts the group's graceful
 /// shutdown; a second one exits at once (status 1), for an operator who
 /// does not want to wait.
-final class ShutdownSignals: @unchecked Sendable {
-    // @unchecked: `sources` is written once in init and only kept alive after.
+///
+/// Not the group's own `gracefulShutdownSignals`: the group traps those
+/// only once it runs, and only the first. These are trapped before the
+/// gateway binds, so a signal that arrives while it starts is not lost;
+/// the line naming the signal comes before the drain it starts; and the
+/// second signal is seen. The group does the rest: the order of the
+/// services, the grace, and the cancellation past it.
+struct ShutdownSignals {
+    private let signals: UnixSignalsSequence
+    private let graceMS: Int
+    /// Tells of both signals (standard error is the log, one JSON object a
+    /// line with `LOG_FORMAT=json`).
+    private let logger: Logger
 
-    private let stream: AsyncStream<String>
-    private let sources: [any DispatchSourceSignal]
+    /// Traps SIGTERM and SIGINT from here on.
+    init(graceMS: Int, logger: Logger) async {
+        self.signals = await UnixSignalsSequence(trapping: .sigterm, .sigint)
+        self.graceMS = graceMS
+        self.logger = logger
+    }
 
-    /// - Parameter logger: tells of the second signal (standard error is the
-    ///   log, one JSON object a line with `LOG_FORMAT=json`).
-    init(logger: Logger) {
-        let (stream, continuation) = AsyncStream<String>.makeStream()
-        self.stream = stream
-        let queue = DispatchQueue(label: "shutdown-signals")
-        let received = ManagedAtomicFlag()
-        var sources: [any DispatchSourceSignal] = []
-        for (number, name) in [(SIGTERM, "SIGTERM"), (SIGINT, "SIGINT")] {
-            signal(number, SIG_IGN)
-            let source = DispatchSource.makeSignalSource(signal: number, queue: queue)
-            source.setEventHandler {
-                if received.testAndSet() {
-                    logger.critical("second \(name), exiting now")
-                    exit(1)
-                }
-                continuation.yield(name)
+    /// Watches until the calling task is cancelled (the group has returned).
+    func watch(_ group: ServiceGroup) async {
+        var first = true
+        for await signal in signals {
+            guard first else {
+                logger.critical("second \(signal), exiting now")
+                exit(1)
             }
-            source.resume()
-            sources.append(source)
+            first = false
+            logger.info("shutting down", metadata: ["signal": "\(signal)", "graceMs": "\(graceMS)"])
+            await group.triggerGracefulShutdown()
         }
-        self.sources = sources
-    }
-
-    /// The name of the first signal received.
-    func first() async -> String {
-        for await name in stream { return name }
-        return "none"
-    }
-}
-
-/// A flag set once, read on the signal queue only.
-private final class ManagedAtomicFlag: @unchecked Sendable {
-    // @unchecked: only touched on the serial signal queue.
-    private var isSet = false
-
-    func testAndSet() -> Bool {
-        defer { isSet = true }
-        return isSet
     }
 }

@@ -66,22 +66,52 @@ struct FetchPromiseStateMachineTests {
         #expect(machine.removeWaiter(99) == nil)
     }
 
-    @Test func removingEveryWaiterLeavesTheFetchRunning() {
+    @Test func releasingHandsBackEveryWaiterAndLeavesTheFetchRunning() {
         var machine = Machine()
         _ = machine.addWaiter(1, "b")
         _ = machine.addWaiter(0, "a")
-        #expect(machine.removeAllWaiters() == ["a", "b"])
-        #expect(machine.removeAllWaiters().isEmpty)
+        #expect(machine.release(with: .failure(Failure(reason: "cancelled"))) == ["a", "b"])
+        #expect(machine.release(with: .failure(Failure(reason: "cancelled"))).isEmpty)
         #expect(machine.waiterCount == 0)
+        #expect(machine.removeWaiter(0) == nil)
 
-        // The fetch still ends normally; nobody is left to resume, and a
-        // later waiter gets its outcome at once.
-        #expect(machine.finish(.success(5)).isEmpty)
-        guard case .resume(.success(5)) = machine.addWaiter(2, "c") else {
+        // The fetch still ends; nobody is left to resume, and a later waiter
+        // still gets the release value, not the outcome (which at shutdown
+        // may be the refused lease).
+        #expect(machine.finish(.failure(Failure(reason: "connectionError"))).isEmpty)
+        guard case .resume(.failure(let failure)) = machine.addWaiter(2, "c") else {
+            Issue.record("a waiter after the release must be resumed at once")
+            return
+        }
+        #expect(failure.reason == "cancelled")
+    }
+
+    @Test func releasingAFinishedFetchChangesNothing() {
+        var machine = Machine()
+        _ = machine.finish(.success(5))
+        #expect(machine.release(with: .failure(Failure(reason: "cancelled"))).isEmpty)
+        guard case .resume(.success(5)) = machine.addWaiter(0, "late") else {
             Issue.record("a waiter after completion must be resumed with the value")
             return
         }
-        #expect(machine.removeAllWaiters().isEmpty)
+    }
+
+    /// After the shutdown grace no call may start waiting on a fetch that
+    /// could still run for minutes.
+    @Test func aWaiterArrivingAfterTheReleaseGetsTheReleaseValueAtOnce() {
+        var machine = Machine()
+        #expect(machine.release(with: .failure(Failure(reason: "cancelled"))).isEmpty)
+        guard case .resume(.failure(let failure)) = machine.addWaiter(0, "late") else {
+            Issue.record("a waiter after the release must be resumed at once")
+            return
+        }
+        #expect(failure.reason == "cancelled")
+        #expect(machine.waiterCount == 0)
+        guard case .released(.failure(let kept)) = machine.state else {
+            Issue.record("expected released, got \(machine.state)")
+            return
+        }
+        #expect(kept.reason == "cancelled")
     }
 
     @Test func aNewWaiterCanJoinAfterAnotherLeft() {

@@ -29,7 +29,9 @@ import Testing
         let upstream = try RunningUpstream.start()
         defer { upstream.stop() }
         upstream.upstream.setStandingFault(.delay(milliseconds: 1500))
-        let gateway = try await GatewayProcess.start(upstream.gatewayEnvironment(Self.patient(["GATEWAY_SHUTDOWN_GRACE_MS": "60000"])))
+        // A grace far longer than the call: the process must exit once the
+        // call is answered, not when the grace ends.
+        let gateway = try await GatewayProcess.start(upstream.gatewayEnvironment(Self.patient(["GATEWAY_SHUTDOWN_GRACE_MS": "600000"])))
 
         // A keep-alive connection, accepted before the listener closes.
         let probe = try TestHTTPConnection(port: gateway.port)
@@ -49,9 +51,11 @@ import Testing
         let response = try await call
         #expect(response.status == 200)
         #expect(response.header("X-Request-Id") == "in-flight-call")
+        // Answered while draining: the client must not reuse the connection.
+        #expect(response.header("Connection")?.lowercased() == "close")
         let body = try parseJSON(response.body)
         #expect(body["result"]?["products"]?[0]?["productIdentifier"] == "premium_monthly")
-        #expect(await gateway.waitForExit() == 0)
+        #expect(await gateway.waitForExit(killingAfter: .seconds(30)) == 0)
         #expect(gateway.jsonLines.contains { $0["msg"] == "stopped" })
         // The call was never cut short.
         #expect(!gateway.jsonLines.contains { $0["outcome"] == "cancelled" })
@@ -113,6 +117,30 @@ import Testing
         #expect(await gateway.waitForExit() == 0)
     }
 
+    /// An answer many times libevent's 16 KiB single write, for a call in
+    /// flight at SIGTERM, reaches the client whole before the connections
+    /// close.
+    @Test func aLargeAnswerInFlightIsWrittenOutWhole() async throws {
+        let upstream = try RunningUpstream.start()
+        defer { upstream.stop() }
+        upstream.upstream.setStandingFault(.delay(milliseconds: 1000))
+        let gateway = try await GatewayProcess.start(upstream.gatewayEnvironment(Self.patient(["GATEWAY_SHUTDOWN_GRACE_MS": "600000"])))
+        let identifiers = ["premium_monthly", "premium_yearly", "premium_weekly", "boost_7days", "family_monthly", "coins_100", "coins_550", "coins_1200"]
+        let batch = "[" + (1...50).map { MetricsTests.fetch(identifiers, id: $0) }.joined(separator: ",") + "]"
+
+        async let call = gateway.rpc(batch)
+        try await waitForEvent("the upstream to receive the fetch") { upstream.upstream.requests.count == 1 }
+        gateway.sendSignal(SIGTERM)
+
+        let response = try await call
+        #expect(response.status == 200)
+        #expect(response.body.count > 8 * 16384, "\(response.body.count) bytes")
+        let answers = try #require(try parseJSON(response.body).arrayValue)
+        #expect(answers.count == 50)
+        #expect(answers.allSatisfy { $0["result"]?["products"]?.arrayValue?.count == identifiers.count })
+        #expect(await gateway.waitForExit(killingAfter: .seconds(30)) == 0)
+    }
+
     @Test func graceShorterThanTheCallCancelsIt() async throws {
         let upstream = try RunningUpstream.start()
         defer { upstream.stop() }
@@ -134,6 +162,81 @@ import Testing
         #expect(gateway.jsonLines.contains { $0["requestId"] == "cut-short" && $0["outcome"] == "cancelled" })
     }
 
+    /// The grace ends while the upstream never answers: the call is
+    /// answered `cancelled` and the process exits 0 without waiting for the
+    /// upstream exchange (its deadline is ten minutes away). A grace of 0
+    /// cancels at once.
+    @Test(arguments: ["300", "0"])
+    func graceOverExitsWhileTheUpstreamHangs(grace: String) async throws {
+        let upstream = try RunningUpstream.start()
+        defer { upstream.stop() }
+        upstream.upstream.setStandingFault(.hang)
+        let gateway = try await GatewayProcess.start(upstream.gatewayEnvironment(Self.patient(["GATEWAY_SHUTDOWN_GRACE_MS": grace])))
+
+        async let call = gateway.rpc(MetricsTests.fetch(["boost_7days"]), headers: [("X-Request-Id", "upstream-hangs")])
+        try await waitForEvent("the upstream to receive the call") { upstream.upstream.requestCount(for: "boost_7days") == 1 }
+        gateway.sendSignal(SIGTERM)
+
+        let response = try await call
+        #expect(response.status == 200)
+        #expect(response.header("Connection")?.lowercased() == "close")
+        let error = try parseJSON(response.body)["error"]
+        #expect(error?["code"] == -32005)
+        #expect(error?["data"]?["reason"] == "cancelled")
+        #expect(error?["data"]?["requestId"] == "upstream-hangs")
+        #expect(await gateway.waitForExit(killingAfter: .seconds(20)) == 0)
+        #expect(gateway.jsonLines.contains { $0["msg"] == "shutdown grace over; cancelling calls in flight" && $0["level"] == "warning" })
+        #expect(gateway.jsonLines.contains { $0["msg"] == "stopped" })
+    }
+
+    /// A fetch waiting for an upstream connection (`UPSTREAM_CONCURRENCY`
+    /// reached) when the grace ends: its caller is answered `cancelled`, the
+    /// fetch never reaches the upstream, and the process exits 0.
+    @Test func graceOverCancelsACallWaitingForALease() async throws {
+        let upstream = try RunningUpstream.start()
+        defer { upstream.stop() }
+        upstream.upstream.setStandingFault(.hang)
+        let gateway = try await GatewayProcess.start(upstream.gatewayEnvironment(Self.patient([
+            "GATEWAY_SHUTDOWN_GRACE_MS": "300",
+            "UPSTREAM_CONCURRENCY": "1",
+            "UPSTREAM_MAX_IDS": "1",
+        ])))
+
+        // Two identifiers, two fetches, one lease: one fetch hangs upstream,
+        // the other waits for the lease.
+        async let call = gateway.rpc(MetricsTests.fetch(["coins_100", "coins_550"]), headers: [("X-Request-Id", "lease-wait")])
+        try await waitForEvent("the upstream to receive one fetch") { upstream.upstream.requests.count == 1 }
+        gateway.sendSignal(SIGTERM)
+
+        let response = try await call
+        let error = try parseJSON(response.body)["error"]
+        #expect(error?["code"] == -32005)
+        #expect(error?["data"]?["reason"] == "cancelled")
+        #expect(error?["data"]?["requestId"] == "lease-wait")
+        #expect(await gateway.waitForExit(killingAfter: .seconds(20)) == 0)
+        #expect(upstream.upstream.requests.count == 1)
+    }
+
+    /// A fetch whose caller left at its deadline still runs: the graceful
+    /// shutdown waits for it, within the grace, before it closes the
+    /// upstream pool and stops the loops. (In process: the metrics show the
+    /// exchange ended with the upstream's 200.)
+    @Test func gracefulShutdownWaitsForAFetchWhoseCallerLeft() async throws {
+        let upstream = try RunningUpstream.start()
+        defer { upstream.stop() }
+        upstream.upstream.setStandingFault(.delay(milliseconds: 1000))
+        let gateway = try RunningGateway.start(upstream.gatewayEnvironment([
+            "GATEWAY_REQUEST_TIMEOUT_MS": "200", "UPSTREAM_TIMEOUT_MS": "600000", "UPSTREAM_RETRIES": "0",
+        ]))
+        let response = try await gateway.rpc(MetricsTests.fetch(["premium_weekly"]))
+        #expect(try parseJSON(response.body)["error"]?["data"]?["reason"] == "cancelled")
+        #expect(upstream.upstream.requestCount(for: "premium_weekly") == 1)
+
+        await gateway.stop()
+        let metrics = String(decoding: gateway.application.metrics.exposition(), as: UTF8.self)
+        #expect(metrics.contains(#"gateway_upstream_requests_total{status="200"} 1"#), "\(metrics)")
+    }
+
     @Test func sigintDrainsToo() async throws {
         let gateway = try await GatewayProcess.start()
         #expect(try await gateway.get("/readyz").status == 200)
@@ -142,7 +245,19 @@ import Testing
         #expect(gateway.jsonLines.contains { $0["msg"] == "shutting down" && $0["signal"] == "SIGINT" })
     }
 
-    @Test func aSecondSignalExitsAtOnce() async throws {
+    /// A signal sent the moment the port is announced, which may be before
+    /// the service group has trapped it, still drains and exits 0.
+    @Test func aSignalRightAfterListeningStillDrains() async throws {
+        let gateway = try await GatewayProcess.start()
+        gateway.sendSignal(SIGTERM)
+        #expect(await gateway.waitForExit(killingAfter: .seconds(20)) == 0)
+        #expect(gateway.jsonLines.contains { $0["msg"] == "shutting down" && $0["signal"] == "SIGTERM" })
+        #expect(gateway.jsonLines.contains { $0["msg"] == "stopped" })
+    }
+
+    /// A second SIGTERM or SIGINT while draining: exit at once, status 1.
+    @Test(arguments: [(SIGTERM, "SIGTERM"), (SIGINT, "SIGINT")])
+    func aSecondSignalExitsAtOnce(second: Int32, name: String) async throws {
         let upstream = try RunningUpstream.start()
         defer { upstream.stop() }
         upstream.upstream.setStandingFault(.hang)
@@ -151,10 +266,12 @@ import Testing
         try await waitForEvent("the upstream to receive the call") { upstream.upstream.requestCount(for: "coins_1200") == 1 }
         gateway.sendSignal(SIGTERM)
         try #require(await gateway.waitForLine { $0.contains(#""msg":"shutting down""#) } != nil)
-        gateway.sendSignal(SIGTERM)
-        #expect(await gateway.waitForExit() == 1)
+        gateway.sendSignal(second)
+        // At once: the grace is ten minutes and the upstream never answers.
+        #expect(await gateway.waitForExit(killingAfter: .seconds(20)) == 1)
         _ = await call
-        #expect(gateway.jsonLines.contains { $0["level"] == "critical" && $0["msg"] == "second SIGTERM, exiting now" })
+        #expect(gateway.jsonLines.contains { $0["level"] == "critical" && $0["msg"] == .string("second \(name), exiting now") })
+        #expect(!gateway.jsonLines.contains { $0["msg"] == "stopped" })
         #expect(gateway.jsonLines.count == gateway.stderrLines.count, "\(gateway.stderrLines)")
     }
 
@@ -171,6 +288,19 @@ import Testing
         let url = try await GatewayProcess.run(["ONSIDE_UPSTREAM_URL": "http://localhost:1", "ONSIDE_APP_ID": "demo"])
         #expect(url.status != 0)
         #expect(url.stderr.contains("ONSIDE_UPSTREAM_URL"))
+    }
+
+    @Test(arguments: ["abc", "-1", "3600001", "1.5"])
+    func aBadShutdownGraceStopsStartUp(value: String) async throws {
+        let result = try await GatewayProcess.run(["GATEWAY_SHUTDOWN_GRACE_MS": value])
+        #expect(result.status == 2)
+        #expect(result.stderr.contains("GATEWAY_SHUTDOWN_GRACE_MS"))
+        #expect(result.stderr.contains(value))
+        #expect(!result.stderr.contains("listening"))
+
+        let flag = try await GatewayProcess.run(arguments: ["--shutdown-grace-ms=\(value)"])
+        #expect(flag.status == 2)
+        #expect(flag.stderr.contains("GATEWAY_SHUTDOWN_GRACE_MS"))
     }
 
     @Test func aPortInUseFailsStartUp() async throws {

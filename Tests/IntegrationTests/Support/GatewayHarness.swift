@@ -3,6 +3,7 @@ import Foundation
 import GatewayService
 import Logging
 import MockUpstream
+import ServiceLifecycle
 import Synchronization
 
 /// Collects log lines in memory (in-process gateways).
@@ -14,11 +15,14 @@ final class LogCapture: Sendable {
     func append(_ line: String) { lines.withLock { $0.append(line) } }
 }
 
-/// A real gateway listening on an ephemeral port inside the test process.
+/// A real gateway listening on an ephemeral port inside the test process,
+/// run by a `ServiceGroup` as `main` runs it, without signals.
 struct RunningGateway: Sendable {
     let application: GatewayApplication
     let port: Int
     let logs: LogCapture
+    private let services: ServiceGroup
+    private let running: Task<Void, any Error>
 
     /// Starts a gateway; `environment` holds configuration variables
     /// (`GATEWAY_LISTEN` defaults to `127.0.0.1:0`, workers to 2).
@@ -32,11 +36,17 @@ struct RunningGateway: Sendable {
         }
         let application = try GatewayApplication(configuration: configuration, logger: logger)
         let port = try application.start()
-        return RunningGateway(application: application, port: port, logs: logs)
+        var group = ServiceGroupConfiguration(services: [application], logger: logger)
+        group.maximumGracefulShutdownDuration = .seconds(2)
+        let services = ServiceGroup(configuration: group)
+        let running = Task { try await services.run() }
+        return RunningGateway(application: application, port: port, logs: logs, services: services, running: running)
     }
 
+    /// Shuts down gracefully (2 s of grace) and waits until the loops have stopped.
     func stop() async {
-        await application.shutdown(grace: .seconds(2))
+        await services.triggerGracefulShutdown()
+        try? await running.value
     }
 
     /// POSTs a JSON-RPC body and returns the response.

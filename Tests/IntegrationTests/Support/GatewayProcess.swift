@@ -163,6 +163,21 @@ final class GatewayProcess: Sendable {
         return status
     }
 
+    /// Like ``waitForExit()``, but a process still running after `limit` is
+    /// killed (status 137). The limit is a generous bound, never a
+    /// measurement: it turns "the gateway waits for something it should not"
+    /// into a wrong exit status instead of a test that never ends.
+    func waitForExit(killingAfter limit: Duration) async -> Int32 {
+        let child = self.child
+        let watchdog = Task {
+            try await Task.sleep(for: limit)
+            child.kill(SIGKILL)
+        }
+        let status = await waitForExit()
+        watchdog.cancel()
+        return status
+    }
+
     var isRunning: Bool { child.isRunning }
 
     /// POSTs a JSON-RPC body to `/rpc`.
