@@ -268,7 +268,16 @@ final class HTTPConnection: @unchecked Sendable {
         answerWritten()
     }
 
+    /// Whether closing now could lose bytes the client is owed: an answer
+    /// still being written, or one just written on a connection that is
+    /// lingering so the client can read it.
+    var owesBytes: Bool { phase == .writing || phase == .lingering }
+
     private func answerWritten() {
+        if front.isClosing {
+            close()
+            return
+        }
         if closeAfterAnswer {
             startLingering()
             return

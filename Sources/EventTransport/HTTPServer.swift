@@ -116,6 +116,22 @@ public final class HTTPServer: Sendable {
         }
     }
 
+    /// Closes every connection once it owes nothing: those with no answer
+    /// on its way close now; those still writing one close when it is out,
+    /// and those lingering after an error when their client has gone; any
+    /// left at `limit` close then. Call after draining, once the calls in
+    /// flight have been answered.
+    public func closeAfterWritingAnswers(within limit: Duration) async {
+        for front in fronts.withLock({ $0 }) {
+            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+                let queued = front.loop.execute {
+                    front.closeAfterWriting(within: limit) { continuation.resume() }
+                }
+                if !queued { continuation.resume() } // a stopped loop has nothing to write
+            }
+        }
+    }
+
     /// Closes the listeners and every connection. Call after draining, from
     /// a thread that is not one of the loops.
     public func stop() {
@@ -177,6 +193,11 @@ final class LoopHTTPFront: @unchecked Sendable {
     private var dateSecond = -1
     private var dateBytes: [UInt8] = []
     private var acceptWarnings = RateLimitedLog(interval: .seconds(10))
+    /// Set by ``closeAfterWriting(within:_:)``: connections close as soon as
+    /// they owe nothing, and `whenAllClosed` runs when none is left.
+    private(set) var isClosing = false
+    private var whenAllClosed: (() -> Void)?
+    private var closingDeadline: LoopTimer?
 
     /// Pause of the listener when the process is out of descriptors.
     static let acceptPause = Duration.milliseconds(100)
@@ -272,6 +293,33 @@ final class LoopHTTPFront: @unchecked Sendable {
     func connectionClosed(_ connection: HTTPConnection) {
         connections.removeValue(forKey: ObjectIdentifier(connection))
         server.connectionClosed()
+        if isClosing && connections.isEmpty { finishClosing() }
+    }
+
+    func closeAfterWriting(within limit: Duration, _ done: @escaping () -> Void) {
+        loop.preconditionInEventLoop()
+        closeListener()
+        isClosing = true
+        whenAllClosed = done
+        for connection in Array(connections.values) where !connection.owesBytes {
+            connection.close()
+        }
+        if connections.isEmpty {
+            finishClosing()
+            return
+        }
+        closingDeadline = loop.scheduleTimer(after: limit) { [weak self] in
+            guard let self else { return }
+            for connection in Array(self.connections.values) { connection.close() }
+        }
+    }
+
+    private func finishClosing() {
+        closingDeadline?.cancel()
+        closingDeadline = nil
+        let done = whenAllClosed
+        whenAllClosed = nil
+        done?()
     }
 
     /// A per-loop buffer for response heads, so an answer allocates none.

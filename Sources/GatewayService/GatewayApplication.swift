@@ -150,8 +150,9 @@ public final class GatewayApplication: Service {
     ///    grace is over (this task is cancelled), every wait on a fetch ends
     ///    with `cancelled`, and the front waits, uncancellably, until those
     ///    answers are handed over.
-    /// 3. The answers are written out and the connections close at once, so
-    ///    no request can arrive on an idle connection after the count.
+    /// 3. Idle connections close at once (no request can arrive on one after
+    ///    the count); each of the others closes once its answer is out, at
+    ///    most 2 s later.
     /// 4. Graceful: fetches still running (their callers left at their
     ///    deadline) get the rest of the grace. Then the pool fails the lease
     ///    waiters and closes its connections, and the loops stop.
@@ -167,7 +168,9 @@ public final class GatewayApplication: Service {
             upstream.cancelWaiting()
             await front.waitForCalls(cancellable: false)
         }
-        await front.close()
+        // A client that does not read its last answer within this is cut off:
+        // shutdown is bounded.
+        await front.close(writeDeadline: .seconds(2))
         if answered { _ = await upstream.waitForFetches() }
         upstream.close()
         // Blocks this thread until the loops' threads have ended; they run

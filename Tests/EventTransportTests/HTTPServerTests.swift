@@ -226,6 +226,26 @@ func statusLine(of response: String) -> String {
         #expect(responses.first.map(body(of:)) == #"{"error":{"status":500,"message":"the request was not answered"}}"#)
     }
 
+    /// Shutdown's last step: idle connections close at once, and one still
+    /// writing an answer its client reads slowly closes once it is out.
+    @Test func closingAfterWritingLetsAnAnswerFinishAndClosesIdleConnections() async throws {
+        let subject = try ServerUnderTest()
+        defer { subject.stop() }
+        let idle = try RawSocket(port: subject.port)
+        let writing = try RawSocket(port: subject.port)
+        writing.send("GET /big HTTP/1.1\r\nHost: a\r\n\r\n")
+        // The 8 MiB answer fills the socket's buffers while nobody reads it.
+        try await Task.sleep(for: .milliseconds(400))
+        subject.server.beginDraining()
+        let closing = Task { await subject.server.closeAfterWritingAnswers(within: .seconds(20)) }
+        #expect(idle.readToEnd() == Reading(text: "", end: .closed))
+        let reading = writing.readToEnd()
+        await closing.value
+        #expect(reading.end == .closed)
+        #expect(body(of: reading.text).utf8.count == 8 << 20)
+        #expect(subject.server.openConnections == 0)
+    }
+
     @Test func drainingClosesKeptConnectionsAfterTheirNextAnswerAndTakesNoNewOnes() async throws {
         let subject = try ServerUnderTest()
         defer { subject.stop() }

@@ -87,7 +87,7 @@ final class RawSocket: @unchecked Sendable {
     }
 }
 
-struct Reading {
+struct Reading: Equatable {
     enum End { case closed, reset, timedOut }
     let text: String
     let end: End
