@@ -72,19 +72,29 @@ final class GatewayHTTPHandler: Sendable {
             return
         }
         let context = RPCCallContext(requestID: requestID, logger: logger)
-        calls.enter()
-        // On the loop that accepted the request: parsing, the cache and the
-        // answer of a call served from memory never leave this thread.
-        responder.send { [self, headers] in
-            defer { calls.leave() }
-            switch await rpc.handle(body: request.body, context: context) {
-            case .noContent:
-                return HTTPResponse(status: 204, headers: headers)
-            case .json(let body):
-                var headers = headers
-                headers.add("Content-Type", "application/json")
-                return HTTPResponse(status: 200, headers: headers, body: body)
+        // A call served from memory (or refused) is answered right here, on
+        // the loop, with no task; one that waits runs in a task on the same
+        // loop, whose answer the responder carries back.
+        switch rpc.start(body: request.body, context: context) {
+        case .answered(let reply):
+            responder.send(Self.response(reply, headers: headers))
+        case .pending(let pending):
+            calls.enter()
+            responder.send { [self, headers] in
+                defer { calls.leave() }
+                return Self.response(await pending.finish(), headers: headers)
             }
+        }
+    }
+
+    private static func response(_ reply: JSONRPCReply, headers: HTTPHeaders) -> HTTPResponse {
+        switch reply {
+        case .noContent:
+            return HTTPResponse(status: 204, headers: headers)
+        case .json(let body):
+            var headers = headers
+            headers.add("Content-Type", "application/json")
+            return HTTPResponse(status: 200, headers: headers, body: body)
         }
     }
 

@@ -45,17 +45,9 @@ public final class ProductsFetchService: Sendable {
     public func fetch(params: JSONRPCParams?, requestID: String, logger: @autoclosure () -> Logger) async -> Result<JSONValue, JSONRPCError> {
         let parsed: FetchProductsParams
         let region: ResolvedRegion
-        do {
-            parsed = try FetchProductsParams.parse(params, limits: settings.limits)
-            region = try settings.regionResolver.resolve(parsed)
-        } catch {
-            // Every error of the call carries the request id, as the
-            // upstream errors do, so a caller can quote it.
-            var rpcError = error.jsonRPCError
-            var data = rpcError.data?.objectValue ?? JSONObject()
-            data["requestId"] = .string(requestID)
-            rpcError.data = .object(data)
-            return .failure(rpcError)
+        switch validate(params, requestID: requestID) {
+        case .failure(let error): return .failure(error)
+        case .success(let valid): (parsed, region) = valid
         }
         switch await products(for: parsed, region: region, requestID: requestID) {
         case .success(let result):
@@ -64,6 +56,41 @@ public final class ProductsFetchService: Sendable {
         case .failure(let failure):
             logger().info("products.fetch failed", metadata: ["reason": "\(failure.reason)", "detail": "\(failure.message)"])
             return .failure(failure.jsonRPCError(requestID: requestID))
+        }
+    }
+
+    /// The answer of a call that needs no wait: refused params or region,
+    /// or every product fresh in memory. `nil` otherwise, and then nothing
+    /// was counted: the call goes through ``fetch(params:requestID:logger:)``.
+    public func fetchImmediately(params: JSONRPCParams?, requestID: String) -> Result<JSONValue, JSONRPCError>? {
+        let parsed: FetchProductsParams
+        let region: ResolvedRegion
+        switch validate(params, requestID: requestID) {
+        case .failure(let error): return .failure(error)
+        case .success(let valid): (parsed, region) = valid
+        }
+        let scope = FetchScope(appID: settings.appID, country: region.countryCode, language: parsed.language)
+        let identifiers = parsed.productIdentifiers
+        var answers = [ProductAnswer?](repeating: nil, count: identifiers.count)
+        let hits = cache.lookup(scope: scope, identifiers: identifiers, now: .now, into: &answers)
+        guard hits == identifiers.count else { return nil }
+        metrics.recordCacheHits(hits)
+        return .success(.encoded(ProductsResult.encoded(requested: identifiers, answers: answers, region: region)))
+    }
+
+    /// Params and region, or the call's error; every error of a call
+    /// carries the request id, as the upstream errors do, so a caller can
+    /// quote it.
+    private func validate(_ params: JSONRPCParams?, requestID: String) -> Result<(FetchProductsParams, ResolvedRegion), JSONRPCError> {
+        do {
+            let parsed = try FetchProductsParams.parse(params, limits: settings.limits)
+            return .success((parsed, try settings.regionResolver.resolve(parsed)))
+        } catch {
+            var rpcError = error.jsonRPCError
+            var data = rpcError.data?.objectValue ?? JSONObject()
+            data["requestId"] = .string(requestID)
+            rpcError.data = .object(data)
+            return .failure(rpcError)
         }
     }
 

@@ -20,34 +20,102 @@ public struct JSONRPCServer<Context: Sendable>: Sendable {
     /// JSON, and once for a batch refused as a whole.
     public typealias Observer = @Sendable (JSONRPCCallRecord, Context) -> Void
 
+    /// A method's answer when it can be given without suspending (for
+    /// `products.fetch`: every product fresh in memory), or `nil` when the
+    /// method must run as its ``Method``.
+    public typealias ImmediateMethod = @Sendable (JSONRPCRequest, Context) -> Result<JSONValue, JSONRPCError>?
+
+    /// What ``start(body:context:)`` could do without suspending.
+    public enum Start: Sendable {
+        /// The reply is ready.
+        case answered(JSONRPCReply)
+        /// A method must run as a task; `finish` gives the reply.
+        case pending(PendingBody)
+    }
+
+    /// A parsed body whose methods must run; the parse is not repeated.
+    public struct PendingBody: Sendable {
+        fileprivate let server: JSONRPCServer
+        fileprivate let document: JSONValue
+        fileprivate let context: Context
+
+        public func finish() async -> JSONRPCReply {
+            await server.handle(document: document, context: context)
+        }
+    }
+
     /// The most elements a batch may hold.
     public let maxBatchSize: Int
     /// The parser's limits for a body.
     public let limits: JSONParser.Limits
     private let methods: [String: Method]
+    private let immediateMethods: [String: ImmediateMethod]
     private let observer: Observer?
 
     /// A server answering `methods` by name.
     ///
     /// - Precondition: `maxBatchSize` is at least 1 (configuration checks
     ///   its value before a server is built).
-    public init(maxBatchSize: Int, methods: [String: Method], limits: JSONParser.Limits = .init(), observer: Observer? = nil) {
+    /// - Parameter immediateMethods: for some of `methods`, a way to answer
+    ///   without suspending when it can (see ``start(body:context:)``).
+    public init(maxBatchSize: Int, methods: [String: Method], immediateMethods: [String: ImmediateMethod] = [:], limits: JSONParser.Limits = .init(), observer: Observer? = nil) {
         precondition(maxBatchSize >= 1, "maxBatchSize must be at least 1")
         self.maxBatchSize = maxBatchSize
         self.methods = methods
+        self.immediateMethods = immediateMethods
         self.limits = limits
         self.observer = observer
     }
 
     /// The reply to one HTTP body.
     public func handle(body: [UInt8], context: Context) async -> JSONRPCReply {
+        switch start(body: body, context: context) {
+        case .answered(let reply): reply
+        case .pending(let pending): await pending.finish()
+        }
+    }
+
+    /// Parses a body and answers it at once when no method needs to
+    /// suspend: a body that is not JSON or not a request, an unknown method,
+    /// or a single call whose ``ImmediateMethod`` answers. Anything else
+    /// (batches, calls that wait) is returned to be finished in a task, with
+    /// its parse kept. The answer is the same either way; the immediate one
+    /// costs no task and no trip through the executor.
+    public func start(body: [UInt8], context: Context) -> Start {
         let document: JSONValue
         do {
             document = try JSONParser.parse(body, limits: limits)
         } catch {
-            return refuse(.parseError(error.message), context: context)
+            return .answered(refuse(.parseError(error.message), context: context))
         }
+        guard case .object = document else {
+            if case .array = document { return .pending(PendingBody(server: self, document: document, context: context)) }
+            return .answered(refuse(.invalidRequest("expected a request object or a batch array"), context: context))
+        }
+        let request: JSONRPCRequest
+        switch Self.decode(document) {
+        case .failure(let failed):
+            observe(method: nil, outcome: .failure(failed.error), duration: .zero, isNotification: false, context: context)
+            return .answered(Self.reply(JSONRPCResponse(id: failed.id ?? .null, outcome: .failure(failed.error))))
+        case .success(let decoded):
+            request = decoded
+        }
+        let outcome: Result<JSONValue, JSONRPCError>
+        let started = ContinuousClock.now
+        if methods[request.method] == nil {
+            outcome = .failure(.methodNotFound(request.method))
+        } else if let immediate = immediateMethods[request.method], let answer = immediate(request, context) {
+            outcome = answer
+        } else {
+            return .pending(PendingBody(server: self, document: document, context: context))
+        }
+        observe(method: request.method, outcome: outcome, duration: ContinuousClock.now - started, isNotification: request.isNotification, context: context)
+        guard let id = request.id else { return .answered(.noContent) }
+        return .answered(Self.reply(JSONRPCResponse(id: id, outcome: outcome)))
+    }
 
+    /// The reply to a parsed body.
+    private func handle(document: JSONValue, context: Context) async -> JSONRPCReply {
         switch document {
         case .object:
             guard let response = await respond(to: document, context: context) else {
