@@ -34,8 +34,9 @@ final class GatewayHTTPHandler: Sendable {
             responder.send(Self.problem(404, "no route for \(request.path.prefix(100)); the API is POST /rpc", headers: headers))
             return
         }
-        let allowed = route.method == "GET" ? ["GET", "HEAD"] : [route.method]
-        guard allowed.contains(request.method) else {
+        let isAllowed = request.method == route.method || (route.method == "GET" && request.method == "HEAD")
+        guard isAllowed else {
+            let allowed = route.method == "GET" ? ["GET", "HEAD"] : [route.method]
             headers.add("Allow", allowed.joined(separator: ", "))
             responder.send(Self.problem(405, "\(request.method) is not allowed on \(route.path); use \(allowed.joined(separator: " or "))", headers: headers))
             return

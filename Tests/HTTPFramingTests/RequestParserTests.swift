@@ -229,3 +229,17 @@ func parser(maxBody: Int = 1024, maxHeader: Int = 512, maxFields: Int = 10) -> H
         #expect(String(decoding: HTTPDate.imfFixdate(secondsSince1970: seconds), as: UTF8.self) == text)
     }
 }
+
+@Suite struct HeaderLookupTests {
+    @Test func namesCompareIgnoringASCIICaseOnly() {
+        let headers: HTTPHeaders = ["Content-Type": "a", "X-Request-Id": "b", "x-request-id": "c", "K\u{212A}": "kelvin"]
+        #expect(headers["content-type"] == "a")
+        #expect(headers["X-REQUEST-ID"] == "b")
+        #expect(headers.values("x-Request-ID") == ["b", "c"])
+        #expect(headers["Content-Typf"] == nil)
+        // "[" and "{" differ by 0x20 but are not letters.
+        #expect(HTTPHeaders([("a[", "1")])["a{"] == nil)
+        // The Kelvin sign is not an ASCII K.
+        #expect(headers["kk"] == nil)
+    }
+}
