@@ -203,7 +203,7 @@ enum ASCII {
     static let colon: UInt8 = 0x3A
     static let semicolon: UInt8 = 0x3B
 
-    /// tchar: `!#$%&'*+-.^_|~`, digits and letters.
+    /// tchar (RFC 9110 section 5.6.2): ``!#$%&'*+-.^_`|~``, digits and letters.
     static func isTokenByte(_ byte: UInt8) -> Bool {
         tokenTable[Int(byte)]
     }
@@ -212,7 +212,7 @@ enum ASCII {
         let byte = UInt8(value)
         switch byte {
         case 0x30...0x39, 0x41...0x5A, 0x61...0x7A: return true
-        default: return Array("!#$%&'*+-.^_|~".utf8).contains(byte)
+        default: return Array("!#$%&'*+-.^_`|~".utf8).contains(byte)
         }
     }
 

@@ -78,6 +78,21 @@ func parser(maxBody: Int = 1024, maxHeader: Int = 512, maxFields: Int = 10) -> H
         #expect(body.isEmpty)
     }
 
+    /// Every tchar of RFC 9110 section 5.6.2 may make a field name (and a
+    /// method); nothing else may.
+    @Test func fieldNamesAreExactlyTokens() {
+        let tchars = "!#$%&'*+-.^_`|~0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+        var accepting = HTTPFramingTests.parser(maxHeader: 4096, maxFields: 10)
+        let (events, _) = accepting.feed("GET / HTTP/1.1\r\nHost: a\r\n\(tchars): v\r\n\r\n")
+        #expect(events == [.request(method: "GET", target: "/", body: "")])
+        for byte in UInt8(0x21)...UInt8(0x7E) where !tchars.utf8.contains(byte) && byte != UInt8(ascii: ":") {
+            var refusing = HTTPFramingTests.parser()
+            let name = String(decoding: [UInt8(ascii: "X"), byte], as: UTF8.self)
+            let (refused, _) = refusing.feed("GET / HTTP/1.1\r\nHost: a\r\n\(name): v\r\n\r\n")
+            #expect(refused == [.failed(status: 400, message: "a header name holds a character that is not a token character")], "\(name)")
+        }
+    }
+
     @Test func keepAliveFollowsTheVersionAndConnection() {
         func keepAlive(_ head: String) -> Bool? {
             var parser = parser()
