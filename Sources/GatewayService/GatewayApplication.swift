@@ -24,6 +24,7 @@ public final class GatewayApplication: Service {
     private let logger: Logger
     private let group: EventLoopGroup
     private let front: HTTPFront
+    private let descriptors: DescriptorBudget
     private let upstream: UpstreamPool
 
     /// Builds the gateway; nothing listens until ``start()``.
@@ -32,6 +33,8 @@ public final class GatewayApplication: Service {
     public init(configuration: GatewayConfiguration, logger: Logger) throws {
         self.configuration = configuration
         self.logger = logger
+        let descriptors = try DescriptorBudget(configuration: configuration)
+        self.descriptors = descriptors
         let metrics = GatewayMetrics()
         self.metrics = metrics
         let group = try EventLoopGroup(count: configuration.workers, namePrefix: "gateway-loop")
@@ -116,7 +119,7 @@ public final class GatewayApplication: Service {
                 limits: .init(maxHeaderBytes: 16384, maxHeaderFields: 100, maxBodyBytes: configuration.maxBodyBytes),
                 readTimeout: .milliseconds(configuration.readTimeoutMS),
                 idleTimeout: .milliseconds(configuration.idleTimeoutMS),
-                maxConnections: configuration.maxConnections
+                maxConnections: descriptors.maxConnections
             ),
             logger: logger,
             handler: handler,
@@ -131,13 +134,12 @@ public final class GatewayApplication: Service {
     @discardableResult
     public func start() throws -> Int {
         LibeventLog.route(to: logger)
-        // Every client connection is a descriptor; so are upstream
-        // connections, listeners, loops' wake-ups, and the files we read.
-        let wanted = configuration.maxConnections + configuration.upstreamConcurrency + 64 + 4 * configuration.workers
-        let limit = OpenFileLimit.raise(toAtLeast: wanted)
-        if limit < wanted {
-            logger.warning("the open-file limit is below what GATEWAY_MAX_CONNECTIONS needs; past it, accepting pauses", metadata: [
-                "openFileLimit": "\(limit)", "needed": "\(wanted)", "GATEWAY_MAX_CONNECTIONS": "\(configuration.maxConnections)",
+        if descriptors.maxConnections < configuration.maxConnections {
+            logger.warning("the open-file limit allows fewer client connections than GATEWAY_MAX_CONNECTIONS; past them, connections are refused with 503", metadata: [
+                "openFileLimit": "\(descriptors.openFileLimit)",
+                "GATEWAY_MAX_CONNECTIONS": "\(configuration.maxConnections)",
+                "maxConnections": "\(descriptors.maxConnections)",
+                "reservedDescriptors": "\(descriptors.reserved)",
             ])
         }
         return try front.start()

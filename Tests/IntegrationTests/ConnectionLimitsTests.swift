@@ -77,17 +77,45 @@ import Testing
         #expect(metrics.containsLine("gateway_connections_rejected_total 1"))
     }
 
-    /// Out of descriptors, the listener pauses instead of spinning on
-    /// `accept`, says so once (not once per attempt), and takes connections
-    /// again when descriptors free up.
-    @Test func runningOutOfDescriptorsPausesTheListenerAndLogsOnce() async throws {
-        let gateway = try await GatewayProcess.start(["GATEWAY_WORKERS": "1"], openFileLimit: 64)
-        let warning = try #require(gateway.jsonLines.first { $0["msg"]?.stringValue?.hasPrefix("the open-file limit is below") == true })
-        #expect(warning["openFileLimit"] == "64")
+    /// Idle sockets cannot take the descriptors upstream calls need: client
+    /// connections are capped at what the open-file limit leaves beside the
+    /// upstream's reserve, and a miss still reaches the upstream while
+    /// hundreds of idle sockets knock.
+    @Test func idleSocketsCannotStarveTheUpstreamOfDescriptors() async throws {
+        let upstream = try RunningUpstream.start()
+        defer { upstream.stop() }
+        let gateway = try await GatewayProcess.start(upstream.gatewayEnvironment(["GATEWAY_WORKERS": "2"]), openFileLimit: 256)
+        let warning = try #require(gateway.jsonLines.first { $0["msg"]?.stringValue?.hasPrefix("the open-file limit allows fewer") == true })
+        // 256 - (64 upstream + 32 + 4 x 2 workers)
+        #expect(warning["maxConnections"] == "152")
+        #expect(warning["reservedDescriptors"] == "104")
         #expect(warning["GATEWAY_MAX_CONNECTIONS"] == "1024")
 
+        let kept = try TestHTTPConnection(port: gateway.port)
+        #expect(try await kept.request("GET", "/healthz", contentType: nil).status == 200)
+        var idle: [TestHTTPConnection] = []
+        for _ in 0..<300 { idle.append(try TestHTTPConnection(port: gateway.port)) }
+        // Scraped on the kept connection: a new one would be refused.
+        var metrics = ""
+        for _ in 0..<100 where !metrics.containsLine("gateway_connections_open 152.0") {
+            metrics = try await kept.request("GET", "/metrics", contentType: nil).bodyText
+            if !metrics.containsLine("gateway_connections_open 152.0") { try await Task.sleep(for: .milliseconds(50)) }
+        }
+        #expect(metrics.containsLine("gateway_connections_open 152.0"))
+        #expect(metrics.containsLine("gateway_connections_rejected_total 149"))
+        let miss = try await kept.request("POST", "/rpc", body: Array(MetricsTests.fetch(["coins_100", "premium_monthly"]).utf8))
+        #expect(miss.status == 200)
+        #expect(try parseJSON(miss.body)["result"]?["products"]?[1]?["productIdentifier"] == "premium_monthly")
+        idle.removeAll()
+    }
+
+    /// When something else holds the descriptors, the listener pauses
+    /// instead of spinning on `accept`, says so once (not once per
+    /// attempt), and takes connections again when descriptors free up.
+    @Test func runningOutOfDescriptorsPausesTheListenerAndLogsOnce() async throws {
+        let gateway = try await GatewayProcess.start(["GATEWAY_WORKERS": "1"], openFileLimit: 160, heldDescriptors: 110)
         var sockets: [TestHTTPConnection] = []
-        for _ in 0..<100 { sockets.append(try TestHTTPConnection(port: gateway.port)) }
+        for _ in 0..<60 { sockets.append(try TestHTTPConnection(port: gateway.port)) }
         let line = await gateway.waitForLine { $0.contains("cannot accept connections") }
         #expect(line?.contains("Too many open files") == true)
         sockets.removeAll()
@@ -99,6 +127,13 @@ import Testing
         }
         #expect(served?.status == 200)
         #expect(gateway.stderrLines.filter { $0.contains("cannot accept connections") }.count == 1)
+    }
+
+    @Test func anOpenFileLimitWithNoRoomForClientsStopsStartUp() async throws {
+        let result = try await GatewayProcess.run(["GATEWAY_WORKERS": "1"], arguments: [], openFileLimit: 64)
+        #expect(result.status == 2)
+        #expect(result.stderr.contains("GATEWAY_MAX_CONNECTIONS"))
+        #expect(result.stderr.contains("the open-file limit of 64 leaves no descriptor for client connections beside the 100 kept"))
     }
 }
 

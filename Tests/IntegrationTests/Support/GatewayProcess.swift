@@ -57,16 +57,14 @@ final class GatewayProcess: Sendable {
     /// taken from the variable and the gateway is polled until it answers.
     ///
     /// With `openFileLimit`, the gateway runs under that hard and soft
-    /// `RLIMIT_NOFILE` (set by `/bin/sh`'s `ulimit` before it `exec`s it).
-    static func start(_ environment: [String: String] = [:], arguments: [String] = [], openFileLimit: Int? = nil) async throws -> GatewayProcess {
+    /// `RLIMIT_NOFILE` (set by bash's `ulimit` before it `exec`s it), and
+    /// with `heldDescriptors` descriptors (`/dev/null`, from 10 up) already
+    /// open: something else holding the process's descriptors.
+    static func start(_ environment: [String: String] = [:], arguments: [String] = [], openFileLimit: Int? = nil, heldDescriptors: Int = 0) async throws -> GatewayProcess {
         var settings = baseEnvironment()
         settings["GATEWAY_LISTEN"] = "127.0.0.1:0"
         settings.merge(environment) { _, new in new }
-        let (child, stderr, _) = if let openFileLimit {
-            try ChildProcess.spawn("/bin/sh", arguments: ["-c", "ulimit -n \(openFileLimit) && exec \"$0\" \"$@\"", try executablePath] + arguments, environment: settings)
-        } else {
-            try ChildProcess.spawn(try executablePath, arguments: arguments, environment: settings)
-        }
+        let (child, stderr, _) = try spawn(arguments: arguments, environment: settings, openFileLimit: openFileLimit, heldDescriptors: heldDescriptors)
         let port: Int
         if settings["GATEWAY_LISTEN"] == "127.0.0.1:0" {
             guard let line = await stderr.waitForLine(where: { listeningPort(in: $0) != nil }),
@@ -94,10 +92,10 @@ final class GatewayProcess: Sendable {
     /// Runs the executable to its end (for `--help`, `--version`, and
     /// configuration errors): exit status, standard output, standard error.
     /// A run that has not ended after a generous limit is killed.
-    static func run(_ environment: [String: String] = [:], arguments: [String] = []) async throws -> (status: Int32, stdout: String, stderr: String) {
+    static func run(_ environment: [String: String] = [:], arguments: [String] = [], openFileLimit: Int? = nil) async throws -> (status: Int32, stdout: String, stderr: String) {
         var settings = baseEnvironment()
         settings.merge(environment) { _, new in new }
-        let (child, stderr, stdout) = try ChildProcess.spawn(try executablePath, arguments: arguments, environment: settings)
+        let (child, stderr, stdout) = try spawn(arguments: arguments, environment: settings, openFileLimit: openFileLimit, heldDescriptors: 0)
         let watchdog = Task {
             try await Task.sleep(for: .seconds(30))
             child.kill(SIGKILL)
@@ -107,6 +105,16 @@ final class GatewayProcess: Sendable {
         await stderr.waitForEnd()
         await stdout.waitForEnd()
         return (status, stdout.lines.joined(separator: "\n"), stderr.lines.joined(separator: "\n"))
+    }
+
+    /// The gateway, directly or under bash with a lowered open-file limit
+    /// and descriptors held open.
+    private static func spawn(arguments: [String], environment: [String: String], openFileLimit: Int?, heldDescriptors: Int) throws -> (ChildProcess, LineCollector, LineCollector) {
+        guard let openFileLimit else {
+            return try ChildProcess.spawn(try executablePath, arguments: arguments, environment: environment)
+        }
+        let script = "ulimit -n \(openFileLimit) && for ((fd = 10; fd < \(10 + heldDescriptors); fd++)); do eval \"exec $fd</dev/null\"; done; exec \"$0\" \"$@\""
+        return try ChildProcess.spawn("/bin/bash", arguments: ["-c", script, try executablePath] + arguments, environment: environment)
     }
 
     /// A port that is free now, chosen outside the ephemeral range.
