@@ -52,7 +52,7 @@ def gauge_agreement(abusers):
         # gauge may be a burst of closes away from both kernel reads.
         if abs(gauge - near) > 2 + 0.05 * near:
             ok = False
-        pairs.append(f"{gauge}/{near}")
+        pairs.append(f"{gauge}/{near}" + ("*" if sample.get("disagreed_first") else ""))
     if not pairs:
         return "no scrape answered", None
     return " ".join(pairs), ok
@@ -186,6 +186,9 @@ def main():
             lines.append(f"  {'check':<{width}}{'value':<{vwidth}}{'target':<{twidth}}result")
         lines.append(f"  {r['check']:<{width}}{r['value']:<{vwidth}}{r['target']:<{twidth}}{r['result'] or ''}".rstrip())
     failed = [r for r in rows if r["result"] == "FAIL"]
+    if any("*" in r["value"] for r in rows if r["check"].startswith("connections_open")):
+        lines.append("")
+        lines.append("  * sampled again: the first reads disagreed (a burst of closes between them); see disagreed_first in the JSON")
     lines.append("")
     lines.append(f"{len([r for r in rows if r['result'] == 'PASS'])} passed, {len(failed)} failed"
                  + (": " + "; ".join(f"{r['check']} ({r['section'].split(':')[0]})" for r in failed) if failed else ""))
