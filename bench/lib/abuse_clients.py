@@ -392,8 +392,9 @@ async def main():
 
     loop = asyncio.get_running_loop()
     abuse = Abuse(args)
+    interrupted = []
     for signum in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(signum, abuse.stop.set)
+        loop.add_signal_handler(signum, lambda: (interrupted.append(True), abuse.stop.set()))
 
     if args.start_after > 0:
         await asyncio.sleep(args.start_after)
@@ -436,7 +437,7 @@ async def main():
     # their end and closed only now, so wait for the count to stop moving:
     # the same on both kernel reads and the gauge, twice in a row.
     settled = None
-    if args.scrape:
+    if args.scrape and not interrupted:
         previous = None
         while True:
             sample = await monitor.sample(t0, "after close", attempts=1)
@@ -452,7 +453,7 @@ async def main():
             if now() - closed_at > args.settle:
                 break
             await asyncio.sleep(0.5)
-    else:
+    elif not interrupted:
         await asyncio.sleep(min(2.0, args.settle))
         await monitor.sample(t0, "after close")
 
