@@ -211,36 +211,54 @@ class Monitor:
         self.writer = None
         self.samples = []
         self.scrape_failures = 0
+        self.reconnects = 0
         self.ticks = os.sysconf("SC_CLK_TCK")
+        self.lock = asyncio.Lock()
 
     async def open(self):
-        self.reader, self.writer = await asyncio.open_connection(self.args.host, self.args.port)
+        self.reader, self.writer = await asyncio.wait_for(asyncio.open_connection(self.args.host, self.args.port), 5)
+
+    async def get(self, path):
+        """(status, body) of one GET on the kept connection; reopened (once)
+        when the gateway closed it. None when that fails too: a new
+        connection may wait in a full accept queue."""
+        async with self.lock:
+            for attempt in range(2):
+                try:
+                    if self.writer is None or self.writer.is_closing():
+                        if self.writer is not None or attempt > 0:
+                            self.reconnects += 1
+                        await self.open()
+                    self.writer.write(f"GET {path} HTTP/1.1\r\nHost: {self.args.host}\r\n\r\n".encode())
+                    head = await asyncio.wait_for(self.reader.readuntil(b"\r\n\r\n"), 5)
+                    length = int(re.search(rb"(?i)\r\ncontent-length:\s*(\d+)", head).group(1))
+                    body = await asyncio.wait_for(self.reader.readexactly(length), 5)
+                    if re.search(rb"(?i)\r\nconnection:\s*close", head):
+                        self.writer.close()
+                        self.writer = None
+                    return int(head.split(b" ", 2)[1]), body
+                except (OSError, asyncio.TimeoutError, asyncio.IncompleteReadError, AttributeError, ValueError):
+                    if self.writer is not None:
+                        self.writer.transport.abort()
+                    self.writer = None
+            return None
+
+    async def keep_alive(self, stop):
+        """A request every second, so the gateway's idle timeout never closes
+        the monitor's connection (a new one would queue behind the abusers)."""
+        while not stop.is_set():
+            try:
+                await asyncio.wait_for(stop.wait(), 1.0)
+            except asyncio.TimeoutError:
+                await self.get("/healthz")
 
     async def scrape(self):
-        """gateway_* values from /metrics on the kept connection (reopened if it was closed)."""
-        for attempt in range(2):
-            try:
-                if self.writer is None or self.writer.is_closing():
-                    await self.open()
-                self.writer.write(f"GET /metrics HTTP/1.1\r\nHost: {self.args.host}\r\n\r\n".encode())
-                head = await asyncio.wait_for(self.reader.readuntil(b"\r\n\r\n"), 5)
-                length = int(re.search(rb"(?i)\r\ncontent-length:\s*(\d+)", head).group(1))
-                body = await asyncio.wait_for(self.reader.readexactly(length), 5)
-                if re.search(rb"(?i)\r\nconnection:\s*close", head):
-                    self.writer.close()
-                    self.writer = None
-                status = int(head.split(b" ", 2)[1])
-                if status != 200:
-                    raise OSError(f"/metrics answered {status}")
-                return parse_metrics(body.decode("utf-8", "replace"))
-            except (OSError, asyncio.TimeoutError, asyncio.IncompleteReadError, AttributeError, ValueError):
-                if self.writer is not None:
-                    self.writer.transport.abort()
-                self.writer = None
-                if attempt == 1:
-                    self.scrape_failures += 1
-                    return None
-        return None
+        """gateway_* values from /metrics on the kept connection."""
+        answer = await self.get("/metrics")
+        if answer is None or answer[0] != 200:
+            self.scrape_failures += 1
+            return None
+        return parse_metrics(answer[1].decode("utf-8", "replace"))
 
     async def kernel(self):
         """(ESTABLISHED sockets with the gateway's port as source, those held by the gateway)."""
@@ -389,6 +407,8 @@ async def main():
             return 1
     t0 = now()
     await monitor.sample(t0, "before")
+    monitor_stop = asyncio.Event()
+    keeper = asyncio.ensure_future(monitor.keep_alive(monitor_stop)) if args.scrape else None
 
     loop = asyncio.get_running_loop()
     abuse = Abuse(args)
@@ -457,6 +477,9 @@ async def main():
         await asyncio.sleep(min(2.0, args.settle))
         await monitor.sample(t0, "after close")
 
+    monitor_stop.set()
+    if keeper is not None:
+        await keeper
     print(json.dumps({
         "drippers": args.drippers,
         "idlers": args.idlers,
@@ -472,6 +495,7 @@ async def main():
         "idler": abuse.idlers.as_json(),
         "samples": monitor.samples,
         "scrape_failures": monitor.scrape_failures,
+        "monitor_reconnects": monitor.reconnects,
         "client_cpu_percent": round(100 * sum(resource.getrusage(resource.RUSAGE_SELF)[:2]) / (now() - STARTED), 1),
         "gauge_settled_after_s": settled,
     }))
