@@ -218,10 +218,10 @@ class Monitor:
     async def open(self):
         self.reader, self.writer = await asyncio.wait_for(asyncio.open_connection(self.args.host, self.args.port), 5)
 
-    async def get(self, path):
-        """(status, body) of one GET on the kept connection; reopened (once)
-        when the gateway closed it. None when that fails too: a new
-        connection may wait in a full accept queue."""
+    async def get(self, path, body=None):
+        """(status, body) of one GET (a POST with `body`) on the kept
+        connection; reopened (once) when the gateway closed it. None when that
+        fails too: a new connection may wait in a full accept queue."""
         async with self.lock:
             for attempt in range(2):
                 try:
@@ -229,7 +229,11 @@ class Monitor:
                         if self.writer is not None or attempt > 0:
                             self.reconnects += 1
                         await self.open()
-                    self.writer.write(f"GET {path} HTTP/1.1\r\nHost: {self.args.host}\r\n\r\n".encode())
+                    if body is None:
+                        self.writer.write(f"GET {path} HTTP/1.1\r\nHost: {self.args.host}\r\n\r\n".encode())
+                    else:
+                        self.writer.write(f"POST {path} HTTP/1.1\r\nHost: {self.args.host}\r\nContent-Type: application/json\r\n"
+                                          f"Content-Length: {len(body)}\r\n\r\n".encode() + body)
                     head = await asyncio.wait_for(self.reader.readuntil(b"\r\n\r\n"), 5)
                     length = int(re.search(rb"(?i)\r\ncontent-length:\s*(\d+)", head).group(1))
                     body = await asyncio.wait_for(self.reader.readexactly(length), 5)
@@ -251,6 +255,27 @@ class Monitor:
                 await asyncio.wait_for(stop.wait(), 1.0)
             except asyncio.TimeoutError:
                 await self.get("/healthz")
+
+    async def miss(self):
+        """One products.fetch of 5 new identifiers (a cache miss: the gateway
+        must reach the upstream) on the kept connection: "ok", or the error."""
+        stamp = f"abuse{int(time.time() * 1000):x}{random.randrange(1 << 16):x}"
+        body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "products.fetch", "params": {
+            "productIdentifiers": [f"{stamp}_{k}" for k in range(5)], "countryCode": "DE"}}).encode()
+        started = now()
+        answer = await self.get("/rpc", body)
+        took = round(now() - started, 3)
+        if answer is None:
+            return {"outcome": "no answer", "seconds": took}
+        try:
+            reply = json.loads(answer[1])
+        except ValueError:
+            return {"outcome": f"HTTP {answer[0]}", "seconds": took}
+        if "error" in reply:
+            error = reply["error"]
+            return {"outcome": (error.get("data") or {}).get("reason") or str(error.get("code")),
+                    "message": error.get("message"), "seconds": took}
+        return {"outcome": "ok", "seconds": took}
 
     async def scrape(self):
         """gateway_* values from /metrics on the kept connection."""
@@ -446,6 +471,7 @@ async def main():
     cpu_end = monitor.cpu_seconds()
     window = now() - window_start
     await monitor.sample(t0, "end of load")
+    miss = await monitor.miss() if args.scrape else None
 
     abuse.stop.set()
     await asyncio.gather(*tasks, return_exceptions=True)
@@ -496,6 +522,7 @@ async def main():
         "samples": monitor.samples,
         "scrape_failures": monitor.scrape_failures,
         "monitor_reconnects": monitor.reconnects,
+        "miss_under_load": miss,
         "client_cpu_percent": round(100 * sum(resource.getrusage(resource.RUSAGE_SELF)[:2]) / (now() - STARTED), 1),
         "gauge_settled_after_s": settled,
     }))

@@ -67,6 +67,17 @@ def fd_metric(abusers):
     return " ".join(pairs) or "-"
 
 
+def miss(abusers):
+    """The monitor's cache miss at the end of the load: "ok", or the error."""
+    result = (abusers or {}).get("miss_under_load")
+    if not result:
+        return "-", None
+    text = f"{result['outcome']} in {result['seconds']}s"
+    if result.get("message"):
+        text += f" ({result['message'].split(': ')[-1][:40]})"
+    return text, result["outcome"] == "ok"
+
+
 def settled(abusers):
     if not abusers:
         return "-", None
@@ -142,6 +153,8 @@ def main():
     row(s1, "idle sockets: answers seen", statuses(ab1["idler"] if ab1 else None))
     row(s1, "process_open_fds / fds in /proc", fd_metric(ab1))
     row(s1, "CPU: gateway, abuse client", f"{gw1['cpu_percent']} %, {ab1['client_cpu_percent'] if ab1 else '-'} % (of one core)")
+    text, ok = miss(ab1)
+    row(s1, "a cache miss under the load", text, "ok", ok if ok is not None else False)
     row(s1, "gateway log lines under load", str(gw1["log_lines_during"]), "<= 10", gw1["log_lines_during"] <= 10)
     row(s1, "gateway alive, /readyz after", f"{'yes' if gw1['alive'] else 'NO'}, {gw1['readyz_after']}", "yes, 200",
         gw1["alive"] and gw1["readyz_after"] == "200")
@@ -168,6 +181,8 @@ def main():
     text, ok = settled(ab2)
     row(s2, "after the abusers closed", text, "gauge = kernel", ok)
     row(s2, "process_open_fds / fds in /proc", fd_metric(ab2))
+    text, _ = miss(ab2)
+    row(s2, "a cache miss under the load", text, "(no target)")
     row(s2, "drippers: answers seen", statuses(ab2["dripper"] if ab2 else None))
     row(s2, "idle sockets: answers seen", statuses(ab2["idler"] if ab2 else None))
     row(s2, "gateway alive, serves after", f"{'yes' if gw2['alive'] else 'NO'}, /readyz {gw2['readyz_after']}, "
@@ -177,7 +192,7 @@ def main():
     lines = [f"bench/abuse ({meta['mode']}, commit {meta['commit']}{'+' if meta['dirty'] else ''}, "
              f"load {meta['loadavg_start']} -> {meta['loadavg_end']})"]
     width = max(len(r["check"]) for r in rows) + 2
-    vwidth = min(max(len(r["value"]) for r in rows) + 2, 60)
+    vwidth = min(max(len(r["value"]) for r in rows) + 2, 72)
     twidth = max(len(r["target"]) for r in rows) + 2
     section = None
     for r in rows:
