@@ -480,23 +480,27 @@ async def main():
     # Once every abuser closed, the gauge should come back to what the
     # kernel shows (the monitor's own connection, and whatever else is open).
     # Connections the abusers left in the accept queue are accepted, read to
-    # their end and closed only now, so wait for the count to stop moving:
-    # the same on both kernel reads and the gauge, twice in a row.
+    # their end and closed only now, so wait until the gauge and both kernel
+    # reads say 1 (the monitor's own connection); failing that, until the
+    # settle time is up, and call it settled when the last three samples
+    # agreed on one value.
     settled = None
     if args.scrape and not interrupted:
-        previous = None
+        agreed = []
         while True:
             sample = await monitor.sample(t0, "after close", attempts=1)
             held = sample["kernel_held_by_gateway"]
             current = sample.get("connections_open")
             if current is not None and held[0] is not None and held[0] == held[1] == current:
-                if previous == current:
-                    settled = round(now() - closed_at, 2)
-                    break
-                previous = current
+                agreed.append(current)
             else:
-                previous = None
+                agreed = []
+            if agreed and agreed[-1] == 1:
+                settled = round(now() - closed_at, 2)
+                break
             if now() - closed_at > args.settle:
+                if len(agreed) >= 3 and len(set(agreed[-3:])) == 1:
+                    settled = round(now() - closed_at, 2)
                 break
             await asyncio.sleep(0.5)
     elif not interrupted:

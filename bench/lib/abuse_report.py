@@ -87,7 +87,8 @@ def settled(abusers):
         return "no scrape", None
     text = f"{int(last['connections_open'])}/{last['kernel_held_by_gateway'][1]}"
     if abusers["gauge_settled_after_s"] is not None:
-        return f"{text} after {abusers['gauge_settled_after_s']}s", True
+        note = "" if int(last["connections_open"]) == 1 else " (not 1: still held)"
+        return f"{text} after {abusers['gauge_settled_after_s']}s{note}", True
     return f"{text} (not equal)", False
 
 
