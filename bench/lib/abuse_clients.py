@@ -35,6 +35,7 @@ import random
 import re
 import resource
 import signal
+import socket
 import sys
 import time
 
@@ -112,11 +113,30 @@ class Abuse:
                 pass
 
     async def connect(self, tally):
+        # The socket is ours, so a connect that times out is closed for sure
+        # (a wait_for around open_connection can lose a connection that
+        # completes just as the timeout fires, and leave it open).
+        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        sock.setblocking(False)
+        connecting = asyncio.ensure_future(asyncio.get_running_loop().sock_connect(sock, (self.args.host, self.args.port)))
+        stopped = asyncio.ensure_future(self.stop.wait())
         try:
-            reader, writer = await asyncio.wait_for(asyncio.open_connection(self.args.host, self.args.port), 10)
+            # At most 10 s (a full accept queue drops SYNs), and no longer
+            # than the run.
+            await asyncio.wait({connecting, stopped}, timeout=10, return_when=asyncio.FIRST_COMPLETED)
+            stopped.cancel()
+            if not connecting.done():
+                connecting.cancel()
+                sock.close()
+                if self.stop.is_set():
+                    return None
+                raise asyncio.TimeoutError()
+            connecting.result()
+            reader, writer = await asyncio.open_connection(sock=sock)
         except (OSError, asyncio.TimeoutError) as error:
+            sock.close()
             tally.connect_errors += 1
-            name = type(error).__name__ if not isinstance(error, OSError) or not error.errno else os.strerror(error.errno)
+            name = "timeout" if isinstance(error, asyncio.TimeoutError) or not error.errno else os.strerror(error.errno)
             tally.errors[name] = tally.errors.get(name, 0) + 1
             return None
         tally.opened()
