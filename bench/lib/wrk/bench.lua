@@ -1,6 +1,8 @@
 -- wrk script for bench/run. Everything is steered by environment variables:
 --   BENCH_BODY_FILE   send POST /... with this body (application/json); else GET
 --   BENCH_COLD=1      every request asks products.fetch for 5 new identifiers
+--   BENCH_ID_PREFIX   how those identifiers begin (default "c"; letters, digits,
+--                     "_" "-" "."), so an upstream can tell a group of calls apart
 --   BENCH_STOP_AFTER  stop the thread after this many answers (fixed-count runs)
 -- done() prints one line "BENCH_RESULT {json}" with the summary and latency
 -- percentiles in microseconds.
@@ -29,14 +31,17 @@ else
 end
 
 local counter = 0
-local prefix = "c"
+local id_prefix = os.getenv("BENCH_ID_PREFIX") or ""
+if id_prefix == "" then id_prefix = "c" end
+assert(id_prefix:match("^[A-Za-z0-9._-]+$") and #id_prefix <= 64, "BENCH_ID_PREFIX: letters, digits, '.', '_', '-' only")
+local prefix = id_prefix
 
 function init(args)
   -- A prefix unique to this wrk process and thread, so identifiers never repeat
   -- across runs either: 1 to 128 of A-Z a-z 0-9 . _ - (the contract's rule).
   local seed = os.time() * 1000 + math.floor((os.clock() * 1e6) % 1000) + (tid or 0) * 7919
   math.randomseed(seed)
-  prefix = string.format("c%x%04x%d", os.time() % 0x1000000, math.random(0, 0xffff), tid or 0)
+  prefix = string.format("%s%x%04x%d", id_prefix, os.time() % 0x1000000, math.random(0, 0xffff), tid or 0)
 end
 
 if cold then
