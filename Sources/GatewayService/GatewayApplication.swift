@@ -77,7 +77,8 @@ public final class GatewayApplication: Sendable {
                 upstreamMaxIDs: configuration.upstreamMaxIDs,
                 cacheMaxTTLSeconds: configuration.cacheMaxTTLSeconds,
                 regionResolver: RegionResolver(configuredDefault: configuration.defaultCountry, systemLocale: configuration.systemLocale),
-                cacheMaxBytes: configuration.cacheMaxBytes
+                cacheMaxBytes: configuration.cacheMaxBytes,
+                cacheMaxStaleSeconds: configuration.cacheMaxStaleSeconds
             ),
             source: source,
             metrics: metrics

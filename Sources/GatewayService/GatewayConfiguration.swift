@@ -35,6 +35,9 @@ public struct GatewayConfiguration: Sendable {
     public var cacheMaxTTLSeconds: Int
     /// Most bytes the memory cache holds (0: nothing is kept).
     public var cacheMaxBytes: Int
+    /// `GATEWAY_CACHE_MAX_STALE_S`: cap on `stale-if-error` and
+    /// `stale-while-revalidate` (0: never stale).
+    public var cacheMaxStaleSeconds: Int
     public var shutdownGraceMS: Int
     public var logLevel: String
     public var logFormat: LogFormat
@@ -91,6 +94,7 @@ public struct GatewayConfiguration: Sendable {
             upstreamMaxBodyBytes: try source.integer(.upstreamMaxBodyBytes, in: 1024...(1 << 30), default: 8 << 20),
             cacheMaxTTLSeconds: try source.integer(.cacheMaxTTLSeconds, in: 0...86_400, default: 60),
             cacheMaxBytes: try source.integer(.cacheMaxBytes, in: 0...(1 << 40), default: 33_554_432),
+            cacheMaxStaleSeconds: try source.integer(.cacheMaxStaleSeconds, in: 0...604_800, default: 300),
             shutdownGraceMS: try source.integer(.shutdownGraceMS, in: 0...3_600_000, default: 10_000),
             logLevel: try source.choice(.logLevel, ["trace", "debug", "info", "notice", "warning", "error", "critical"], default: "info"),
             logFormat: LogFormat(rawValue: try source.choice(.logFormat, ["json", "text"], default: "json"))!,
@@ -122,6 +126,7 @@ public struct GatewayConfiguration: Sendable {
             ("UPSTREAM_MAX_BODY_BYTES", "\(upstreamMaxBodyBytes)"),
             ("GATEWAY_CACHE_MAX_TTL_S", "\(cacheMaxTTLSeconds)"),
             ("GATEWAY_CACHE_MAX_BYTES", "\(cacheMaxBytes)"),
+            ("GATEWAY_CACHE_MAX_STALE_S", "\(cacheMaxStaleSeconds)"),
             ("GATEWAY_SHUTDOWN_GRACE_MS", "\(shutdownGraceMS)"),
             ("LOG_LEVEL", logLevel),
             ("LOG_FORMAT", logFormat.rawValue),

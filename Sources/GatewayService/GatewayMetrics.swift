@@ -21,6 +21,7 @@ public final class GatewayMetrics: Sendable {
     private let cacheHits: CoreMetrics.Counter
     private let cacheBytes: CoreMetrics.Gauge
     private let cacheEvictions: CoreMetrics.Counter
+    private let staleIdentifiers: CoreMetrics.Counter
     private let upstreamStatus = Mutex<[String: CoreMetrics.Counter]>([:])
     private let process: ProcessMetrics
 
@@ -65,6 +66,7 @@ public final class GatewayMetrics: Sendable {
         cacheBytes = CoreMetrics.Gauge(label: "gateway_cache_bytes", factory: factory)
         cacheBytes.record(0)
         cacheEvictions = CoreMetrics.Counter(label: "gateway_cache_evictions_total", factory: factory)
+        staleIdentifiers = CoreMetrics.Counter(label: "gateway_stale_identifiers_total", factory: factory)
         process = ProcessMetrics(registry: registry)
     }
 
@@ -95,6 +97,9 @@ public final class GatewayMetrics: Sendable {
     func recordCacheBytes(_ bytes: Int) { cacheBytes.record(bytes) }
     /// Entries evicted to stay within `GATEWAY_CACHE_MAX_BYTES`.
     func recordCacheEvictions(_ count: Int) { if count > 0 { cacheEvictions.increment(by: count) } }
+    /// Identifiers answered from a stale entry (`stale-if-error`,
+    /// `stale-while-revalidate`); not counted as cache hits.
+    func recordStaleIdentifiers(_ count: Int) { if count > 0 { staleIdentifiers.increment(by: count) } }
 
     /// The Prometheus text exposition of every series.
     public func exposition() -> [UInt8] {

@@ -15,8 +15,10 @@ public final class ProductsFetchService: Sendable {
         public var regionResolver: RegionResolver
         /// `GATEWAY_CACHE_MAX_BYTES`.
         public var cacheMaxBytes: Int
+        /// `GATEWAY_CACHE_MAX_STALE_S`.
+        public var cacheMaxStaleSeconds: Int
 
-        public init(appID: String, limits: FetchProductsLimits, requestTimeout: Duration, upstreamMaxIDs: Int, cacheMaxTTLSeconds: Int, regionResolver: RegionResolver, cacheMaxBytes: Int = 33_554_432) {
+        public init(appID: String, limits: FetchProductsLimits, requestTimeout: Duration, upstreamMaxIDs: Int, cacheMaxTTLSeconds: Int, regionResolver: RegionResolver, cacheMaxBytes: Int = 33_554_432, cacheMaxStaleSeconds: Int = 300) {
             self.appID = appID
             self.limits = limits
             self.requestTimeout = requestTimeout
@@ -24,6 +26,7 @@ public final class ProductsFetchService: Sendable {
             self.cacheMaxTTLSeconds = cacheMaxTTLSeconds
             self.regionResolver = regionResolver
             self.cacheMaxBytes = cacheMaxBytes
+            self.cacheMaxStaleSeconds = cacheMaxStaleSeconds
         }
     }
 
@@ -37,7 +40,7 @@ public final class ProductsFetchService: Sendable {
     public init(settings: Settings, source: any ProductSource, metrics: GatewayMetrics) {
         self.settings = settings
         self.source = source
-        self.cache = ResponseCache(maxTTLSeconds: settings.cacheMaxTTLSeconds, maxBytes: settings.cacheMaxBytes, metrics: metrics)
+        self.cache = ResponseCache(maxTTLSeconds: settings.cacheMaxTTLSeconds, maxStaleSeconds: settings.cacheMaxStaleSeconds, maxBytes: settings.cacheMaxBytes, metrics: metrics)
         self.metrics = metrics
     }
 
@@ -78,10 +81,17 @@ public final class ProductsFetchService: Sendable {
         // One slot per requested identifier, in request order: a product's
         // bytes, `.unknown`, or nil while nothing answered it yet.
         var answers = [ProductAnswer?](repeating: nil, count: identifiers.count)
-        let hits = cache.lookup(scope: scope, identifiers: identifiers, now: started, into: &answers)
+        // Identifiers answered from a `stale-while-revalidate` entry; empty
+        // (no allocation) unless one is.
+        var stale: [String] = []
+        let hits = cache.lookup(scope: scope, identifiers: identifiers, now: started, into: &answers, revalidating: &stale)
         metrics.recordCacheHits(hits)
+        if !stale.isEmpty {
+            metrics.recordStaleIdentifiers(stale.count)
+            revalidate(stale, scope: scope, requestID: requestID, deadline: deadline)
+        }
 
-        if hits < identifiers.count {
+        if hits + stale.count < identifiers.count {
             var missing: [String] = []
             missing.reserveCapacity(identifiers.count - hits)
             for index in identifiers.indices where answers[index] == nil { missing.append(identifiers[index]) }
@@ -103,6 +113,15 @@ public final class ProductsFetchService: Sendable {
                         }
                     }
                 case .failure(let failure):
+                    if failure.allowsStaleAnswer {
+                        // `stale-if-error`: entries still within it answer
+                        // for this fetch's identifiers, if all of them can.
+                        let fallback = cache.fillStaleIfError(
+                            scope: scope, identifiers: identifiers, failedIdentifiers: fetch.identifiers, now: .now, into: &answers
+                        )
+                        metrics.recordStaleIdentifiers(fallback.filled)
+                        if fallback.complete { continue }
+                    }
                     failures.append(failure)
                 }
             }
@@ -110,6 +129,15 @@ public final class ProductsFetchService: Sendable {
         }
         // Every identifier no page and no entry has a product for is invalid.
         return .success(ProductsResult.encoded(requested: identifiers, answers: answers, region: region))
+    }
+
+    /// `stale-while-revalidate`: one background fetch per identifier
+    /// answered stale, coalesced like any fetch (an identifier already being
+    /// fetched is not asked again). Nobody waits for it; its success
+    /// refreshes the cache, its failure is forgotten.
+    private func revalidate(_ identifiers: [String], scope: FetchScope, requestID: String, deadline: ContinuousClock.Instant) {
+        let claim = coalescer.claim(scope: scope, identifiers: identifiers, chunkSize: settings.upstreamMaxIDs)
+        for fetch in claim.started { start(fetch, requestID: requestID, deadline: deadline) }
     }
 
     /// Starts a shared fetch in a task of its own: no caller owns it, so a

@@ -76,6 +76,9 @@ struct ServeCommand: AsyncParsableCommand {
     @Option(name: .customLong(ConfigurationVariable.cacheMaxBytes.flag), help: Self.help(.cacheMaxBytes, "Most bytes the memory cache holds, entries and keys; past it the least used are evicted (0: nothing is kept)."))
     var cacheMaxBytes: String?
 
+    @Option(name: .customLong(ConfigurationVariable.cacheMaxStaleSeconds.flag), help: Self.help(.cacheMaxStaleSeconds, "Cap on how long past freshness an entry may answer under stale-if-error / stale-while-revalidate, in seconds (0: never)."))
+    var cacheMaxStaleSeconds: String?
+
     @Option(name: .customLong(ConfigurationVariable.shutdownGraceMS.flag), help: Self.help(.shutdownGraceMS, "Time calls in flight get to finish after SIGTERM or SIGINT, in milliseconds."))
     var shutdownGraceMS: String?
 
@@ -110,6 +113,7 @@ struct ServeCommand: AsyncParsableCommand {
             (.upstreamMaxBodyBytes, upstreamMaxBodyBytes),
             (.cacheMaxTTLSeconds, cacheMaxTTLSeconds),
             (.cacheMaxBytes, cacheMaxBytes),
+            (.cacheMaxStaleSeconds, cacheMaxStaleSeconds),
             (.shutdownGraceMS, shutdownGraceMS),
             (.logLevel, logLevel),
             (.logFormat, logFormat),

@@ -53,6 +53,7 @@ struct GatewayConfigurationTests {
         #expect(configuration.upstreamMaxBodyBytes == 8_388_608)
         #expect(configuration.cacheMaxTTLSeconds == 60)
         #expect(configuration.cacheMaxBytes == 33_554_432)
+        #expect(configuration.cacheMaxStaleSeconds == 300)
         #expect(configuration.shutdownGraceMS == 10_000)
         #expect(configuration.logLevel == "info")
         #expect(configuration.logFormat == .json)
@@ -84,6 +85,7 @@ struct GatewayConfigurationTests {
             "UPSTREAM_RETRIES": "0",
             "GATEWAY_CACHE_MAX_TTL_S": "0",
             "GATEWAY_CACHE_MAX_BYTES": "1048576",
+            "GATEWAY_CACHE_MAX_STALE_S": "45",
             "GATEWAY_SHUTDOWN_GRACE_MS": "0",
             "LOG_LEVEL": "DEBUG",
             "LOG_FORMAT": "text",
@@ -103,6 +105,7 @@ struct GatewayConfigurationTests {
         #expect(configuration.upstreamRetries == 0)
         #expect(configuration.cacheMaxTTLSeconds == 0)
         #expect(configuration.cacheMaxBytes == 1_048_576)
+        #expect(configuration.cacheMaxStaleSeconds == 45)
         #expect(configuration.shutdownGraceMS == 0)
         #expect(configuration.logLevel == "debug")
         #expect(configuration.logFormat == .text)
@@ -118,6 +121,8 @@ struct GatewayConfigurationTests {
         #expect(configuration.logFormat == .json)
         #expect(try GatewayConfiguration.load(environment: [:], overrides: [.cacheMaxBytes: "0"]).cacheMaxBytes == 0)
         #expect(Self.error([:], overrides: [.cacheMaxBytes: "-1"])?.variable == "GATEWAY_CACHE_MAX_BYTES")
+        #expect(try GatewayConfiguration.load(environment: [:], overrides: [.cacheMaxStaleSeconds: "0"]).cacheMaxStaleSeconds == 0)
+        #expect(Self.error([:], overrides: [.cacheMaxStaleSeconds: "soon"])?.variable == "GATEWAY_CACHE_MAX_STALE_S")
         // A bad flag is reported under its variable too.
         #expect(Self.error([:], overrides: [.maxIDs: "abc"])?.variable == "GATEWAY_MAX_IDS")
     }
@@ -142,6 +147,9 @@ struct GatewayConfigurationTests {
         ("GATEWAY_CACHE_MAX_BYTES", "-1"),
         ("GATEWAY_CACHE_MAX_BYTES", "32MiB"),
         ("GATEWAY_CACHE_MAX_BYTES", "1.5"),
+        ("GATEWAY_CACHE_MAX_STALE_S", "-1"),
+        ("GATEWAY_CACHE_MAX_STALE_S", "5m"),
+        ("GATEWAY_CACHE_MAX_STALE_S", "604801"),
         ("GATEWAY_SHUTDOWN_GRACE_MS", "abc"),
         ("LOG_LEVEL", "verbose"),
         ("LOG_FORMAT", "xml"),
