@@ -47,11 +47,22 @@ let package = Package(
             name: "CGatewayShims",
             dependencies: ["CLibevent", "COpenSSL"]
         ),
+        // hiredis (Debian's 0.14) for the shared tier, and the one shim that
+        // compiles its libevent adapter.
+        .systemLibrary(
+            name: "CHiredis",
+            pkgConfig: "hiredis",
+            providers: [.apt(["libhiredis-dev"]), .brew(["hiredis"])]
+        ),
+        .target(
+            name: "CRedisShims",
+            dependencies: ["CLibevent", "CHiredis"]
+        ),
 
         // MARK: The one Swift layer that talks to C.
         .target(
             name: "EventTransport",
-            dependencies: ["CLibevent", "COpenSSL", "CGatewayShims"],
+            dependencies: ["CLibevent", "COpenSSL", "CGatewayShims", "CHiredis", "CRedisShims"],
             swiftSettings: strictSwift
         ),
 
