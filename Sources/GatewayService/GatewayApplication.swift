@@ -16,6 +16,7 @@ public final class GatewayApplication: Sendable {
     private let service: ProductsFetchService
     private let handler: GatewayHTTPHandler
     private let readiness: ReadinessState
+    private let sharedTier: SharedTier?
 
     /// Builds the gateway; nothing listens until ``start()``.
     /// - Throws: ``ConfigurationError`` for a CA or catalog file that cannot
@@ -69,6 +70,8 @@ public final class GatewayApplication: Sendable {
             }
         }
 
+        let sharedTier = SharedTier.make(configuration: configuration, group: group, metrics: metrics, logger: logger)
+        self.sharedTier = sharedTier
         let service = ProductsFetchService(
             settings: .init(
                 appID: configuration.appID,
@@ -81,7 +84,8 @@ public final class GatewayApplication: Sendable {
                 cacheMaxStaleSeconds: configuration.cacheMaxStaleSeconds
             ),
             source: source,
-            metrics: metrics
+            metrics: metrics,
+            sharedTier: sharedTier
         )
         self.service = service
         let rpc = JSONRPCServer<RPCCallContext>(
@@ -144,12 +148,14 @@ public final class GatewayApplication: Sendable {
         let server = self.server
         let client = self.client
         let group = self.group
+        let sharedTier = self.sharedTier
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             // Blocking waits on the loops belong on a thread of their own,
             // not on the cooperative pool.
             Thread {
                 server.stop()
                 client?.shutdown()
+                sharedTier?.close()
                 group.shutdown()
                 continuation.resume()
             }.start()

@@ -36,12 +36,19 @@ public final class ProductsFetchService: Sendable {
     private let cache: ResponseCache
     private let metrics: GatewayMetrics
     private let fetchTasks = FetchTaskTracker()
+    /// The shared tier (Redis), when `GATEWAY_REDIS_URL` is set.
+    private let sharedTier: SharedTier?
 
-    public init(settings: Settings, source: any ProductSource, metrics: GatewayMetrics) {
+    public convenience init(settings: Settings, source: any ProductSource, metrics: GatewayMetrics) {
+        self.init(settings: settings, source: source, metrics: metrics, sharedTier: nil)
+    }
+
+    init(settings: Settings, source: any ProductSource, metrics: GatewayMetrics, sharedTier: SharedTier?) {
         self.settings = settings
         self.source = source
         self.cache = ResponseCache(maxTTLSeconds: settings.cacheMaxTTLSeconds, maxStaleSeconds: settings.cacheMaxStaleSeconds, maxBytes: settings.cacheMaxBytes, metrics: metrics)
         self.metrics = metrics
+        self.sharedTier = sharedTier
     }
 
     /// Runs one call. Never throws: every failure is a JSON-RPC error.
@@ -95,6 +102,9 @@ public final class ProductsFetchService: Sendable {
             var missing: [String] = []
             missing.reserveCapacity(identifiers.count - hits)
             for index in identifiers.indices where answers[index] == nil { missing.append(identifiers[index]) }
+            if let sharedTier {
+                missing = await lookUpShared(missing, in: sharedTier, scope: scope, identifiers: identifiers, answers: &answers, stale: &stale, requestID: requestID, deadline: deadline)
+            }
             let claim = coalescer.claim(scope: scope, identifiers: missing, chunkSize: settings.upstreamMaxIDs)
             metrics.recordCoalesced(claim.joinedIdentifierCount)
             for fetch in claim.started { start(fetch, requestID: requestID, deadline: deadline) }
@@ -131,6 +141,49 @@ public final class ProductsFetchService: Sendable {
         return .success(ProductsResult.encoded(requested: identifiers, answers: answers, region: region))
     }
 
+    /// The shared tier's turn on a memory miss: one `MGET` of `missing`.
+    /// Every entry found is kept in memory for the rest of its time; fresh
+    /// ones answer now (`gateway_shared_cache_hits_total`), stale ones as
+    /// the memory cache's stale rules allow. Returns what is still missing.
+    private func lookUpShared(
+        _ missing: [String], in sharedTier: SharedTier, scope: FetchScope, identifiers: [String],
+        answers: inout [ProductAnswer?], stale: inout [String], requestID: String, deadline: ContinuousClock.Instant
+    ) async -> [String] {
+        guard let found = await sharedTier.lookup(scope: scope, identifiers: missing) else { return missing }
+        let nowUnixMS = SharedTier.unixMilliseconds()
+        var kept: [(identifier: String, entry: SharedCacheEntry, freshFor: Duration)] = []
+        var fresh: [String: ProductAnswer] = [:]
+        var anyStale = false
+        for (index, entry) in found.enumerated() {
+            guard let entry else { continue }
+            let freshFor = Duration.milliseconds(entry.freshUntilUnixMS - nowUnixMS)
+            kept.append((missing[index], entry, freshFor))
+            if freshFor > .zero { fresh[missing[index]] = entry.answer } else { anyStale = true }
+        }
+        guard !kept.isEmpty else { return missing }
+        cache.store(shared: kept, scope: scope, now: .now)
+        if !fresh.isEmpty {
+            for index in identifiers.indices where answers[index] == nil {
+                if let answer = fresh[identifiers[index]] { answers[index] = answer }
+            }
+            metrics.recordSharedHits(fresh.count)
+        }
+        if anyStale {
+            // Now in memory: `stale-while-revalidate` ones answer (and are
+            // refreshed) as a memory lookup would have answered them.
+            var revalidating: [String] = []
+            _ = cache.lookup(scope: scope, identifiers: identifiers, now: .now, into: &answers, revalidating: &revalidating)
+            if !revalidating.isEmpty {
+                metrics.recordStaleIdentifiers(revalidating.count)
+                revalidate(revalidating, scope: scope, requestID: requestID, deadline: deadline)
+                stale.append(contentsOf: revalidating)
+            }
+        }
+        var still: [String] = []
+        for index in identifiers.indices where answers[index] == nil { still.append(identifiers[index]) }
+        return still
+    }
+
     /// `stale-while-revalidate`: one background fetch per identifier
     /// answered stale, coalesced like any fetch (an identifier already being
     /// fetched is not asked again). Nobody waits for it; its success
@@ -147,12 +200,14 @@ public final class ProductsFetchService: Sendable {
         let source = self.source
         let cache = self.cache
         let coalescer = self.coalescer
+        let sharedTier = self.sharedTier
         fetchTasks.track { @Sendable in
             let outcome = await source.fetch(request)
             if case .success(let page) = outcome {
                 // Stored before the identifiers are released, so a call
                 // arriving in between finds one or the other.
                 cache.store(page, scope: fetch.scope, identifiers: fetch.identifiers, now: .now)
+                sharedTier?.store(page, scope: fetch.scope, identifiers: fetch.identifiers)
             }
             coalescer.finish(fetch)
             fetch.finish(outcome)

@@ -203,6 +203,34 @@ final class ResponseCache: Sendable {
         metrics?.recordCacheEvictions(evicted)
     }
 
+    /// Keeps entries read from the shared tier for the rest of their time:
+    /// `freshFor` is what is left of each one's freshness (negative when it
+    /// is already stale), its stale windows as stored (capped again here).
+    func store(shared entries: [(identifier: String, entry: SharedCacheEntry, freshFor: Duration)], scope: FetchScope, now: ContinuousClock.Instant) {
+        guard maxTTLSeconds > 0, maxBytes > 0, !entries.isEmpty else { return }
+        let scopeHash = scope.hashValue
+        let scopeBytes = scope.appID.utf8.count + scope.country.text.utf8.count + (scope.language?.text.utf8.count ?? 0)
+        let cap = Int32(min(maxStaleSeconds, Int(Int32.max)))
+        let evicted = state.withLock { state in
+            var evicted = 0
+            for (identifier, shared, freshFor) in entries {
+                let entry = Entry(
+                    answer: shared.answer,
+                    expires: now + min(freshFor, .seconds(maxTTLSeconds)),
+                    staleIfErrorSeconds: min(shared.staleIfErrorSeconds, cap),
+                    revalidateSeconds: min(shared.revalidateSeconds, cap)
+                )
+                guard entry.keptUntil > now else { continue }
+                let cost = Self.entryCost(answer: shared.answer, scopeBytes: scopeBytes, identifier: identifier)
+                let key = Key(scope: scope, scopeHash: scopeHash, identifier: identifier)
+                state.insert(entry, forKey: key, cost: cost) { _, _ in evicted += 1 }
+            }
+            metrics?.recordCacheBytes(state.totalCost)
+            return evicted
+        }
+        metrics?.recordCacheEvictions(evicted)
+    }
+
     /// What the entries cost together (see ``entryCost(answer:scopeBytes:identifier:)``).
     var byteCount: Int {
         state.withLock { $0.totalCost }
