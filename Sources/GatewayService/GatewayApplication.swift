@@ -83,7 +83,9 @@ public final class GatewayApplication: Sendable {
                 cacheMaxBytes: configuration.cacheMaxBytes,
                 cacheMaxStaleSeconds: configuration.cacheMaxStaleSeconds
             ),
-            source: source,
+            // With the shared tier, a fetch claims its identifiers across
+            // replicas and stores what it may keep in Redis.
+            source: sharedTier.map { SharedTierSource(base: source, tier: $0) } ?? source,
             metrics: metrics,
             sharedTier: sharedTier
         )

@@ -57,6 +57,19 @@ public struct SourcePage: Sendable {
     }
 }
 
+extension SourcePage {
+    /// A page assembled from products already encoded (the shared tier's
+    /// entries, another replica's outcome): it has no upstream items, and
+    /// every identifier not in `encodedProducts` is unknown.
+    init(encodedProducts: [String: EncodedJSON], maxAgeSeconds: Int?, staleIfErrorSeconds: Int?, staleWhileRevalidateSeconds: Int?) {
+        self.page = UpstreamProductsPage(items: [], notFound: [])
+        self.maxAgeSeconds = maxAgeSeconds
+        self.staleIfErrorSeconds = staleIfErrorSeconds
+        self.staleWhileRevalidateSeconds = staleWhileRevalidateSeconds
+        self.encodedProducts = encodedProducts
+    }
+}
+
 /// Where products come from: the Onside upstream over HTTPS, or the
 /// embedded catalog. Both feed the same pipeline (coalescing, caching,
 /// normalisation, errors).

@@ -200,14 +200,12 @@ public final class ProductsFetchService: Sendable {
         let source = self.source
         let cache = self.cache
         let coalescer = self.coalescer
-        let sharedTier = self.sharedTier
         fetchTasks.track { @Sendable in
             let outcome = await source.fetch(request)
             if case .success(let page) = outcome {
                 // Stored before the identifiers are released, so a call
                 // arriving in between finds one or the other.
                 cache.store(page, scope: fetch.scope, identifiers: fetch.identifiers, now: .now)
-                sharedTier?.store(page, scope: fetch.scope, identifiers: fetch.identifiers)
             }
             coalescer.finish(fetch)
             fetch.finish(outcome)

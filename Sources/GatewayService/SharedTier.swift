@@ -18,16 +18,31 @@ final class SharedTier: Sendable {
     private let connections: [ObjectIdentifier: RedisConnection]
     private let ordered: [RedisConnection]
     let keys: SharedTierKeys
-    private let metrics: GatewayMetrics
-    private let log: RateLimitedLog
+    let metrics: GatewayMetrics
+    let log: RateLimitedLog
     private let maxTTLSeconds: Int
     private let maxStaleSeconds: Int
+    /// The replica's subscriber connection (on the first loop), for the
+    /// outcomes of fetches claimed by other replicas.
+    private let subscriber: RedisConnection?
+    let subscriberReady: ReadyFlag
+    /// The drivers waiting for other replicas' outcomes.
+    let waiters: SharedOutcomeWaiters
+    /// The outcomes channel: `{prefix}v1:outcomes`.
+    let channel: String
+    /// How long a claim lives: `UPSTREAM_TIMEOUT_MS` × (1 + `UPSTREAM_RETRIES`).
+    let claimLapse: Duration
+    /// This replica's part of every claim token (random per process).
+    let replicaToken: String
+    private let nextClaim = Atomic<Int>(0)
 
     /// - Parameters:
     ///   - loops: the gateway's loops; each gets its connection.
     ///   - maxTTLSeconds: `GATEWAY_CACHE_MAX_TTL_S` (0 stores nothing).
     ///   - maxStaleSeconds: `GATEWAY_CACHE_MAX_STALE_S`.
-    init(configuration: GatewayConfiguration.Redis, loops: [EventLoop], maxTTLSeconds: Int, maxStaleSeconds: Int, metrics: GatewayMetrics, logger: Logger) {
+    ///   - claimLapse: how long a claim lives (0 turns coalescing across
+    ///     replicas off: then no subscriber is made).
+    init(configuration: GatewayConfiguration.Redis, loops: [EventLoop], maxTTLSeconds: Int, maxStaleSeconds: Int, claimLapse: Duration = .zero, metrics: GatewayMetrics, logger: Logger) {
         let endpoint = RedisEndpoint(
             host: configuration.host,
             port: configuration.port,
@@ -47,6 +62,22 @@ final class SharedTier: Sendable {
         }
         self.connections = connections
         self.ordered = ordered
+        let channel = "\(configuration.prefix)v1:outcomes"
+        let waiters = SharedOutcomeWaiters()
+        self.waiters = waiters
+        let subscriberReady = ReadyFlag()
+        self.subscriberReady = subscriberReady
+        if claimLapse > .zero, let first = loops.first {
+            let subscriberObserver = SubscriberObserver(flag: subscriberReady, inner: observer)
+            self.subscriber = RedisConnection(loop: first, endpoint: endpoint, observer: subscriberObserver, subscribingTo: [channel]) { _, payload in
+                waiters.dispatch(payload)
+            }
+        } else {
+            self.subscriber = nil
+        }
+        self.channel = channel
+        self.claimLapse = claimLapse
+        self.replicaToken = String(UInt64.random(in: 0...UInt64.max), radix: 36)
         self.keys = SharedTierKeys(prefix: configuration.prefix)
         self.metrics = metrics
         self.log = log
@@ -56,16 +87,29 @@ final class SharedTier: Sendable {
 
     /// Starts every connection connecting, in the background.
     func start() {
-        for connection in ordered {
+        for connection in ordered + (subscriber.map { [$0] } ?? []) {
             connection.loop.execute { connection.start() }
         }
+    }
+
+    /// A token no other claim of any replica has.
+    func makeClaimToken() -> String {
+        "\(replicaToken)-\(nextClaim.add(1, ordering: .relaxed).oldValue)"
+    }
+
+    /// The calling loop's connection, ready, and the subscriber ready:
+    /// only then does a fetch coalesce across replicas.
+    func coalescingConnection() -> RedisConnection? {
+        guard subscriber != nil, subscriberReady.isSet, let loop = EventLoop.current,
+              let connection = connections[ObjectIdentifier(loop)], connection.isReady else { return nil }
+        return connection
     }
 
     /// Closes every connection and waits until each loop has done so. From
     /// a thread that is not a loop, before the loops stop.
     func close() {
         let done = DispatchGroup()
-        for connection in ordered {
+        for connection in ordered + (subscriber.map { [$0] } ?? []) {
             done.enter()
             let queued = connection.loop.execute {
                 connection.close()
@@ -136,6 +180,12 @@ final class SharedTier: Sendable {
     func store(_ page: SourcePage, scope: FetchScope, identifiers: [String]) {
         guard let maxAge = page.maxAgeSeconds, maxAge > 0, maxTTLSeconds > 0 else { return }
         guard let connection = readyConnection() else { return }
+        store(page, scope: scope, identifiers: identifiers, on: connection)
+    }
+
+    /// ``store(_:scope:identifiers:)`` on a connection already known ready.
+    func store(_ page: SourcePage, scope: FetchScope, identifiers: [String], on connection: RedisConnection) {
+        guard let maxAge = page.maxAgeSeconds, maxAge > 0, maxTTLSeconds > 0 else { return }
         let nowUnixMS = Self.unixMilliseconds()
         let fresh = Int64(min(maxAge, maxTTLSeconds)) * 1000
         let staleIfError = Int32(min(page.staleIfErrorSeconds ?? 0, maxStaleSeconds, Int(Int32.max)))
@@ -182,6 +232,34 @@ final class SharedTier: Sendable {
         case .null: "nil"
         case .array(let values): "array of \(values.count)"
         }
+    }
+}
+
+/// Whether the subscriber is connected and subscribed, readable from any loop.
+final class ReadyFlag: Sendable {
+    private let value = Atomic<Bool>(false)
+    var isSet: Bool { value.load(ordering: .acquiring) }
+    func set(_ ready: Bool) { value.store(ready, ordering: .releasing) }
+}
+
+/// The subscriber's ups and downs: the flag, then the common log.
+private struct SubscriberObserver: RedisConnectionObserver {
+    let flag: ReadyFlag
+    let inner: SharedTierObserver
+
+    func redisConnected(loop: String) {
+        flag.set(true)
+    }
+
+    func redisConnectionClosed(loop: String) {
+        flag.set(false)
+    }
+
+    func redisConnectionFailed(loop: String, message: String, wasReady: Bool) {
+        flag.set(false)
+        inner.log.warning("the shared tier's subscriber is unavailable; fetching without coalescing across replicas", metadata: [
+            "redis": "\(inner.endpoint)", "error": "\(message)",
+        ])
     }
 }
 
@@ -265,6 +343,7 @@ extension SharedTier {
             loops: group.loops,
             maxTTLSeconds: configuration.cacheMaxTTLSeconds,
             maxStaleSeconds: configuration.cacheMaxStaleSeconds,
+            claimLapse: .milliseconds(configuration.upstreamTimeoutMS * (1 + configuration.upstreamRetries)),
             metrics: metrics,
             logger: logger
         )
