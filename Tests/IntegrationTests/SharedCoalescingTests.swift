@@ -38,7 +38,9 @@ struct SharedCoalescingTests {
     @Test func anUncacheableSuccessIsSharedToo() async throws {
         try await SharedTierScenario.run(replicas: 3) { upstream, gateways, redis in
             upstream.upstream.setCacheControl(nil)
-            upstream.upstream.setStandingFault(.delay(milliseconds: 300))
+            // Long enough that every replica finds the claim: nothing is
+            // stored for a latecomer to find.
+            upstream.upstream.setStandingFault(.delay(milliseconds: 800))
             let answers = try await Self.herd(gateways, calls: 12)
             #expect(upstream.upstream.requests.count == 1)
             #expect(answers.allSatisfy { $0.productIDs == ["premium_monthly", "coins_100"] })

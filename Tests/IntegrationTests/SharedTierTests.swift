@@ -62,6 +62,26 @@ struct SharedTierTests {
         }
     }
 
+    /// An entry carries its stale windows to the other replicas: one that
+    /// never fetched answers from it after expiry when the upstream fails
+    /// (`stale-if-error`), or at once while refreshing it
+    /// (`stale-while-revalidate`).
+    @Test(arguments: ["max-age=1, stale-if-error=30", "max-age=1, stale-while-revalidate=30"])
+    func staleWindowsTravelThroughTheSharedTier(cacheControl: String) async throws {
+        try await SharedTierScenario.run(environment: ["UPSTREAM_RETRIES": "0"]) { upstream, gateways, redis in
+            upstream.upstream.setCacheControl(cacheControl)
+            let first = try await gateways[0].fetchProducts(Self.ids)
+            try await UpstreamScenario.waitFor("three stored keys") { (try? redis.keys("test-gw:v1:p:*").count) == 3 }
+            try await Task.sleep(for: .milliseconds(1200))
+            upstream.upstream.setStandingFault(.status(503))
+            let stale = try await gateways[1].fetchProducts(Self.ids)
+            #expect(stale.error == nil)
+            #expect(stale.result == first.result)
+            #expect(try await gateways[1].metricValue("gateway_stale_identifiers_total") == 3)
+            #expect(try await gateways[1].metricValue("gateway_shared_cache_hits_total") == 0)
+        }
+    }
+
     /// Bytes that are not an entry (someone else's, or a damaged one) are
     /// ignored and counted; the replica asks the upstream.
     @Test func garbageOverTheKeysIsIgnored() async throws {
