@@ -283,16 +283,18 @@ public final class RedisConnection: @unchecked Sendable {
     }
 
     private func becomeReady() {
+        if let context, onMessage != nil {
+            for channel in channels where !Self.subscribe(channel, on: context) {
+                // Left connecting: the connect timer drops it, outside
+                // hiredis's callbacks (freeing inside its connect callback
+                // is not safe in 0.14).
+                return
+            }
+        }
         connectTimer?.cancel()
         connectTimer = nil
         failedAttempts = 0
         state = .ready
-        if let context, onMessage != nil {
-            for channel in channels {
-                let subscribed = Self.subscribe(channel, on: context)
-                precondition(subscribed, "hiredis refused SUBSCRIBE")
-            }
-        }
         observer?.redisConnected(loop: loop.name)
     }
 
@@ -428,14 +430,24 @@ public final class RedisConnection: @unchecked Sendable {
         return inet_pton(AF_INET, host, &v4) == 1 || inet_pton(AF_INET6, host, &v6) == 1
     }
 
-    /// The first address of `host`, as text; blocking.
+    /// An address of `host`, as text, IPv4 first (Redis commonly binds
+    /// IPv4 only, and `localhost` may list `::1` first); blocking.
     private static func resolve(_ host: String) -> String? {
         var hints = addrinfo()
         hints.ai_family = AF_UNSPEC
         hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
         var result: UnsafeMutablePointer<addrinfo>?
-        guard getaddrinfo(host, nil, &hints, &result) == 0, let first = result else { return nil }
+        guard getaddrinfo(host, nil, &hints, &result) == 0, let list = result else { return nil }
         defer { freeaddrinfo(result) }
+        var first = list
+        var cursor: UnsafeMutablePointer<addrinfo>? = list
+        while let entry = cursor {
+            if entry.pointee.ai_family == AF_INET {
+                first = entry
+                break
+            }
+            cursor = entry.pointee.ai_next
+        }
         var buffer = [CChar](repeating: 0, count: Int(INET6_ADDRSTRLEN))
         switch first.pointee.ai_family {
         case AF_INET:
