@@ -20,6 +20,9 @@ final class SharedClaimDriver: @unchecked Sendable {
     private let token: String
     private var machine: SharedClaimStateMachine<SourcePage>
     private var lapseTimer: LoopTimer?
+    /// While waiting: checks now and then that Redis still answers, so a
+    /// stalled Redis does not hold the wait until the claim's lapse.
+    private var probeTimer: LoopTimer?
     private var continuation: CheckedContinuation<Outcome, Never>?
 
     init(loop: EventLoop, tier: SharedTier, connection: RedisConnection, source: any ProductSource, request: SourceRequest) {
@@ -43,6 +46,12 @@ final class SharedClaimDriver: @unchecked Sendable {
             self.continuation = continuation
             perform(machine.start())
         }
+    }
+
+    /// The subscriber dropped: no outcome can arrive any more. On `loop`.
+    func sharedTierLost() {
+        loop.preconditionInEventLoop()
+        perform(machine.sharedTierLost())
     }
 
     /// A message of another replica, on `loop`.
@@ -86,12 +95,35 @@ final class SharedClaimDriver: @unchecked Sendable {
                     lapseTimer = nil
                     perform(machine.lapsed(now: .now))
                 }
+                armProbe()
             case .finish(let parts):
                 lapseTimer?.cancel()
                 lapseTimer = nil
+                probeTimer?.cancel()
+                probeTimer = nil
                 tier.waiters.unregister(self, scope: request.scope, identifiers: request.identifiers)
                 continuation?.resume(returning: Self.merge(parts))
                 continuation = nil
+            }
+        }
+    }
+
+    /// While anything is waited for: a `PING` every ``SharedTier/probeInterval``;
+    /// one that fails (a timeout: Redis stalled; no connection) means the
+    /// outcome may never come, so the wait ends and this replica fetches.
+    private func armProbe() {
+        guard probeTimer == nil else { return }
+        probeTimer = loop.scheduleTimer(after: tier.probeInterval) { [self] in
+            probeTimer = nil
+            guard machine.isWaiting, !machine.isFinished else { return }
+            connection.send([Array("PING".utf8)]) { [self] result in
+                guard machine.isWaiting, !machine.isFinished else { return }
+                if case .success(.status) = result {
+                    armProbe()
+                } else {
+                    tier.metrics.recordSharedErrors(1)
+                    perform(machine.sharedTierLost())
+                }
             }
         }
     }

@@ -22,7 +22,10 @@ import ProductsDomain
 /// Since the claimer releases before it publishes, a waiter that saw the
 /// claim (its `SET NX` failed) is registered before the message can come.
 /// When Redis cannot be asked, the identifiers are fetched without a claim
-/// (and nothing is published): the replica carries on alone.
+/// (and nothing is published): the replica carries on alone. The same
+/// happens to identifiers being waited for once the tier is lost (the
+/// subscriber dropped, or a probe of a stalled Redis timed out): an outcome
+/// could no longer arrive.
 struct SharedClaimStateMachine<Page> {
     typealias Outcome = Result<Page, ProductsFetchFailure>
 
@@ -51,6 +54,8 @@ struct SharedClaimStateMachine<Page> {
     private var unresolved: Int
     private var parts: [Outcome] = []
     private(set) var isFinished = false
+    /// The tier was lost: nothing more is waited for.
+    private var alone = false
 
     /// - Parameters:
     ///   - deadline: the fetch's deadline; waiting never goes past it.
@@ -77,6 +82,7 @@ struct SharedClaimStateMachine<Page> {
         var actions: [Action] = []
         var release: [String] = []
         var fetch: [String] = []
+        var fetchAlone: [String] = []
         var wait = false
         var answered = false
         for identifier in identifiers where status[identifier] == .claiming {
@@ -87,11 +93,15 @@ struct SharedClaimStateMachine<Page> {
             } else if won.contains(identifier) {
                 status[identifier] = .fetching
                 fetch.append(identifier)
+            } else if alone {
+                status[identifier] = .fetching
+                fetchAlone.append(identifier)
             } else {
                 status[identifier] = .waiting
                 wait = true
             }
         }
+        if !fetchAlone.isEmpty { actions.append(.fetch(fetchAlone, claimed: false)) }
         if answered, let entries { parts.append(.success(entries.page)) }
         if !release.isEmpty { actions.append(.release(release)) }
         if !fetch.isEmpty { actions.append(.fetch(fetch, claimed: true)) }
@@ -155,6 +165,15 @@ struct SharedClaimStateMachine<Page> {
         }
         for identifier in waiting { status[identifier] = .claiming }
         return [.claim(waiting)]
+    }
+
+    /// The tier was lost (the subscriber dropped, or Redis stalled): what
+    /// is waited for is fetched without a claim, and nothing more will be.
+    mutating func sharedTierLost() -> [Action] {
+        alone = true
+        let waiting = status.filter { $0.value == .waiting }.map(\.key).sorted()
+        for identifier in waiting { status[identifier] = .fetching }
+        return waiting.isEmpty ? [] : [.fetch(waiting, claimed: false)]
     }
 
     /// Whether any identifier still waits for another replica.

@@ -221,6 +221,18 @@ final class SharedOutcomeWaiters: Sendable {
         }
     }
 
+    /// The subscriber dropped: every waiting driver stops waiting.
+    func subscriberLost() {
+        let drivers = table.withLock { table in
+            var all: [ObjectIdentifier: SharedClaimDriver] = [:]
+            for entry in table.values { all.merge(entry) { first, _ in first } }
+            return all
+        }
+        for driver in drivers.values {
+            driver.loop.execute { driver.sharedTierLost() }
+        }
+    }
+
     /// One message from the outcomes channel; one that does not parse is
     /// ignored.
     func dispatch(_ payload: [UInt8]) {

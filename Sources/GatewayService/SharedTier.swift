@@ -34,6 +34,8 @@ final class SharedTier: Sendable {
     let claimLapse: Duration
     /// This replica's part of every claim token (random per process).
     let replicaToken: String
+    /// How often a waiting fetch checks that Redis still answers.
+    let probeInterval: Duration
     private let nextClaim = Atomic<Int>(0)
 
     /// - Parameters:
@@ -68,7 +70,7 @@ final class SharedTier: Sendable {
         let subscriberReady = ReadyFlag()
         self.subscriberReady = subscriberReady
         if claimLapse > .zero, let first = loops.first {
-            let subscriberObserver = SubscriberObserver(flag: subscriberReady, inner: observer)
+            let subscriberObserver = SubscriberObserver(flag: subscriberReady, inner: observer, waiters: waiters)
             self.subscriber = RedisConnection(loop: first, endpoint: endpoint, observer: subscriberObserver, subscribingTo: [channel]) { _, payload in
                 waiters.dispatch(payload)
             }
@@ -78,6 +80,7 @@ final class SharedTier: Sendable {
         self.channel = channel
         self.claimLapse = claimLapse
         self.replicaToken = String(UInt64.random(in: 0...UInt64.max), radix: 36)
+        self.probeInterval = max(.milliseconds(200), .milliseconds(configuration.timeoutMS * 4))
         self.keys = SharedTierKeys(prefix: configuration.prefix)
         self.metrics = metrics
         self.log = log
@@ -246,6 +249,7 @@ final class ReadyFlag: Sendable {
 private struct SubscriberObserver: RedisConnectionObserver {
     let flag: ReadyFlag
     let inner: SharedTierObserver
+    let waiters: SharedOutcomeWaiters
 
     func redisConnected(loop: String) {
         flag.set(true)
@@ -257,6 +261,8 @@ private struct SubscriberObserver: RedisConnectionObserver {
 
     func redisConnectionFailed(loop: String, message: String, wasReady: Bool) {
         flag.set(false)
+        // Nothing published from now on reaches this replica.
+        if wasReady { waiters.subscriberLost() }
         inner.log.warning("the shared tier's subscriber is unavailable; fetching without coalescing across replicas", metadata: [
             "redis": "\(inner.endpoint)", "error": "\(message)",
         ])

@@ -118,6 +118,20 @@ struct SharedClaimStateMachineTests {
         #expect(Self.describe(machine.fetched(["a", "b"], .failure(.connectionError(detail: "down")), claimed: false)) == ["finish [\"connectionError\"]"])
     }
 
+    /// The tier was lost while waiting (the subscriber dropped, a probe of
+    /// a stalled Redis failed): fetch alone at once, and wait no more.
+    @Test func losingTheTierEndsEveryWait() {
+        var machine = Self.machine(["a", "b", "c"], deadline: .seconds(30))
+        _ = machine.start()
+        _ = machine.claimed(["a", "b"], won: [], entries: nil, now: Self.t0)
+        #expect(Self.describe(machine.sharedTierLost()) == ["fetch [\"a\", \"b\"] claimed=false"])
+        #expect(!machine.isWaiting)
+        // A claim reply after that: what another replica holds is fetched too.
+        #expect(Self.describe(machine.claimed(["c"], won: [], entries: nil, now: Self.t0)) == ["fetch [\"c\"] claimed=false"])
+        #expect(Self.describe(machine.fetched(["a", "b"], .success("ab"), claimed: false)).isEmpty)
+        #expect(Self.describe(machine.fetched(["c"], .success("c"), claimed: false)) == ["finish [\"ab\", \"c\"]"])
+    }
+
     /// A finished machine never finishes twice; late messages are ignored.
     @Test func lateEventsAfterTheFinishAreIgnored() {
         var machine = Self.machine(["a"])

@@ -33,6 +33,28 @@ struct SharedCoalescingTests {
         }
     }
 
+    /// Redis killed, or stalled, while replicas wait on a claim: the waits
+    /// end (the subscriber drops; a probe times out) and every call is
+    /// still answered, each replica fetching for itself.
+    @Test(arguments: ["kill", "stall"])
+    func losingRedisMidHerdStillAnswersEveryCall(how: String) async throws {
+        try await SharedTierScenario.run(replicas: 2, environment: ["GATEWAY_REDIS_TIMEOUT_MS": "50"]) { upstream, gateways, redis in
+            upstream.upstream.setCacheControl("max-age=30")
+            upstream.upstream.setStandingFault(.delay(milliseconds: 1500))
+            async let answers = Self.herd(gateways, calls: 10)
+            try await UpstreamScenario.waitFor("the claimer's upstream call") { upstream.upstream.requests.count == 1 }
+            try await Task.sleep(for: .milliseconds(100))
+            var sleeper: Process?
+            if how == "kill" { redis.kill() } else { sleeper = try redis.cliInBackground("DEBUG", "SLEEP", "4") }
+            let started = ContinuousClock.now
+            let all = try await answers
+            #expect(ContinuousClock.now - started < .milliseconds(3500))
+            #expect(all.allSatisfy { $0.productIDs == ["premium_monthly", "coins_100"] })
+            #expect(upstream.upstream.requests.count <= 2)
+            sleeper?.waitUntilExit()
+        }
+    }
+
     /// No `max-age`: nothing is stored, yet the waiting replicas get the
     /// products from the published outcome.
     @Test func anUncacheableSuccessIsSharedToo() async throws {
