@@ -139,7 +139,8 @@ final class SharedTier: Sendable {
     /// holds, or nil (none, or one that does not parse: ignored and
     /// counted). Nil as a whole when Redis could not be asked.
     func lookup(scope: FetchScope, identifiers: [String]) async -> [SharedCacheEntry?]? {
-        guard let connection = readyConnection() else { return nil }
+        // `GATEWAY_CACHE_MAX_TTL_S=0`: nothing is reused, from memory or Redis.
+        guard maxTTLSeconds > 0, let connection = readyConnection() else { return nil }
         var arguments: [[UInt8]] = [Array("MGET".utf8)]
         arguments.reserveCapacity(identifiers.count + 1)
         for identifier in identifiers { arguments.append(keys.entry(scope, identifier)) }

@@ -23,13 +23,19 @@ struct SharedCoalescingTests {
 
     @Test(arguments: [2, 3])
     func replicasUnderAHerdCostOneUpstreamCall(replicas: Int) async throws {
-        try await SharedTierScenario.run(replicas: replicas) { upstream, gateways, _ in
+        try await SharedTierScenario.run(replicas: replicas) { upstream, gateways, redis in
             upstream.upstream.setCacheControl("max-age=30")
             upstream.upstream.setStandingFault(.delay(milliseconds: 300))
             let answers = try await Self.herd(gateways, calls: 10 * replicas)
             #expect(upstream.upstream.requests.count == 1)
             #expect(answers.allSatisfy { $0.productIDs == ["premium_monthly", "coins_100"] && $0.invalidIDs == ["unknown_herd"] })
             #expect(Set(answers.map { $0.result?.serialized() ?? [] }).count == 1)
+            // The claims are gone; every key left expires.
+            try await UpstreamScenario.waitFor("the stores") { (try? redis.keys("test-gw:*").count) == 3 }
+            for key in try redis.keys("test-gw:*") {
+                #expect(key.hasPrefix("test-gw:v1:p:"))
+                #expect((Int(try redis.cli("PTTL", key)) ?? -1) > 0, "\(key) has no expiry")
+            }
         }
     }
 

@@ -52,6 +52,18 @@ struct SharedTierTests {
         }
     }
 
+    /// `GATEWAY_CACHE_MAX_TTL_S=0`: nothing is reused, from Redis either.
+    @Test func aZeroMaxTTLNeitherStoresNorReads() async throws {
+        try await SharedTierScenario.run(environment: ["GATEWAY_CACHE_MAX_TTL_S": "0"]) { upstream, gateways, redis in
+            upstream.upstream.setCacheControl("max-age=30")
+            _ = try await gateways[0].fetchProducts(Self.ids)
+            _ = try await gateways[1].fetchProducts(Self.ids)
+            #expect(upstream.upstream.requests.count == 2)
+            #expect(try redis.keys("test-gw:v1:p:*").isEmpty)
+            #expect(try await gateways[1].metricValue("gateway_shared_cache_hits_total") == 0)
+        }
+    }
+
     @Test func nothingIsStoredWithoutMaxAge() async throws {
         try await SharedTierScenario.run { upstream, gateways, redis in
             upstream.upstream.setCacheControl("no-store")
