@@ -48,9 +48,11 @@ struct SharedCacheEntry: Equatable, Sendable {
 
     /// Reads an entry for `identifier`; nil for anything that is not one
     /// this format wrote: a wrong magic or length, negative windows, a
-    /// product that is not a JSON object answering `identifier`. The
-    /// product's bytes are parsed and written again, so what is spliced into
-    /// an answer is always one valid JSON value, whatever Redis held.
+    /// product that does not start as the gateway writes a product of
+    /// `identifier` (`{"productIdentifier":"…",`), or whose bytes are not
+    /// exactly what ``JSONWriter`` writes (``EncodedJSON/init(validating:maxDepth:)``,
+    /// one pass, no tree): what is spliced into an answer is always one valid
+    /// JSON value, whatever Redis held.
     init?(decoding bytes: [UInt8], identifier: String) {
         guard bytes.count >= Self.headerCount, bytes.starts(with: Self.magic) else { return nil }
         func integer<T: FixedWidthInteger>(_ type: T.Type, at offset: Int) -> T {
@@ -67,12 +69,21 @@ struct SharedCacheEntry: Equatable, Sendable {
             guard bytes.count == Self.headerCount else { return nil }
             answer = .unknown
         case UInt8(ascii: "P"):
-            guard let value = try? JSONParser.parse(bytes[Self.headerCount...], limits: .init(maxDepth: 16)),
-                  value.objectValue?["productIdentifier"]?.stringValue == identifier else { return nil }
-            answer = .product(EncodedJSON(value))
+            let payload = Array(bytes[Self.headerCount...])
+            guard Self.payload(payload, answers: identifier), let product = EncodedJSON(validating: payload, maxDepth: 16) else { return nil }
+            answer = .product(product)
         default:
             return nil
         }
+    }
+
+    /// Whether `payload` begins as ``Product/encoded`` writes the product of
+    /// `identifier` (identifiers need no escapes: `A-Z a-z 0-9 . _ -`).
+    static func payload(_ payload: [UInt8], answers identifier: String) -> Bool {
+        let head = Array(#"{"productIdentifier":""#.utf8) + Array(identifier.utf8) + [UInt8(ascii: "\"")]
+        guard payload.count > head.count, payload.starts(with: head) else { return false }
+        let next = payload[head.count]
+        return next == UInt8(ascii: ",") || next == UInt8(ascii: "}")
     }
 
     init(answer: ProductAnswer, freshUntilUnixMS: Int64, staleIfErrorSeconds: Int32, revalidateSeconds: Int32) {

@@ -40,13 +40,21 @@ struct SharedCacheEntryTests {
         #expect(SharedCacheEntry(decoding: [], identifier: "x") == nil)
     }
 
-    /// A product that parses is written again by the gateway's own writer:
-    /// what is spliced is always one valid JSON value.
-    @Test func aProductIsRewrittenByTheWriter() {
+    /// Only the writer's own form of a product is taken: valid JSON that
+    /// the gateway would not have written (spaces, another escape, a broken
+    /// tail) is ignored, so what is spliced is always one valid value.
+    @Test func onlyTheWritersFormOfAProductIsTaken() {
         let header = Array(SharedCacheEntry(answer: .unknown, freshUntilUnixMS: 1, staleIfErrorSeconds: 0, revalidateSeconds: 0).encoded.dropLast())
-        let spaced = header + [UInt8(ascii: "P")] + Array(#"{ "productIdentifier" : "x" }"#.utf8)
-        let entry = SharedCacheEntry(decoding: spaced, identifier: "x")
-        #expect(entry?.answer.product?.text == #"{"productIdentifier":"x"}"#)
+        func entry(_ json: String) -> SharedCacheEntry? {
+            SharedCacheEntry(decoding: header + [UInt8(ascii: "P")] + Array(json.utf8), identifier: "x")
+        }
+        #expect(entry(#"{"productIdentifier":"x","t":"a\nb"}"#)?.answer.product?.text == #"{"productIdentifier":"x","t":"a\nb"}"#)
+        #expect(entry(#"{"productIdentifier":"x"}"#) != nil)
+        #expect(entry(#"{ "productIdentifier" : "x" }"#) == nil)
+        #expect(entry(#"{"productIdentifier":"x","t":"\/"}"#) == nil)
+        #expect(entry(#"{"productIdentifier":"x","t":"#) == nil)
+        #expect(entry(#"{"productIdentifier":"xy"}"#) == nil)
+        #expect(entry(#"{"t":1,"productIdentifier":"x"}"#) == nil)
     }
 
     @Test func keepTimeIsFreshnessPlusTheLongerStaleWindow() {
