@@ -51,13 +51,14 @@ struct SharedCoalescingTests {
             try await UpstreamScenario.waitFor("the claimer's upstream call") { upstream.upstream.requests.count == 1 }
             try await Task.sleep(for: .milliseconds(100))
             var sleeper: Process?
-            if how == "kill" { redis.kill() } else { sleeper = try redis.cliInBackground("DEBUG", "SLEEP", "4") }
-            let started = ContinuousClock.now
+            if how == "kill" { redis.kill() } else { sleeper = try redis.cliInBackground("DEBUG", "SLEEP", "8") }
             let all = try await answers
-            #expect(ContinuousClock.now - started < .milliseconds(3500))
+            // Every call answered (none `cancelled` at its 5 s deadline),
+            // and a stall did not hold them: Redis still sleeps.
             #expect(all.allSatisfy { $0.productIDs == ["premium_monthly", "coins_100"] })
+            if let sleeper { #expect(sleeper.isRunning) }
+            // (Killed with the server when the scenario ends.)
             #expect(upstream.upstream.requests.count <= 2)
-            sleeper?.waitUntilExit()
         }
     }
 

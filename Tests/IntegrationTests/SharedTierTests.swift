@@ -205,18 +205,17 @@ struct SharedTierTests {
     }
 
     /// A stalled Redis (`DEBUG SLEEP`) costs a call at most the Redis
-    /// timeout: the lookup gives up, the call goes upstream.
+    /// timeout: the lookup gives up, the call goes upstream, and the answer
+    /// is in while Redis still sleeps.
     @Test func aStalledRedisCostsAtMostItsTimeout() async throws {
         try await SharedTierScenario.run(environment: ["GATEWAY_REDIS_TIMEOUT_MS": "100"]) { upstream, gateways, redis in
             upstream.upstream.setCacheControl("max-age=30")
             _ = try await gateways[0].fetchProducts(["premium_monthly"])
-            let sleeper = try redis.cliInBackground("DEBUG", "SLEEP", "2")
+            let sleeper = try redis.cliInBackground("DEBUG", "SLEEP", "4")
             try await Task.sleep(for: .milliseconds(100))
-            let started = ContinuousClock.now
             let answer = try await gateways[1].fetchProducts(["coins_100"])
-            let took = ContinuousClock.now - started
             #expect(answer.productIDs == ["coins_100"])
-            #expect(took < .milliseconds(1500), "took \(took)")
+            #expect(sleeper.isRunning)
             #expect(try await gateways[1].metricValue("gateway_shared_cache_errors_total") ?? 0 >= 1)
             sleeper.waitUntilExit()
             // Back to normal once the stall is over.
