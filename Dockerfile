@@ -22,7 +22,7 @@ FROM swift:6.3-bookworm AS build
 # hadolint ignore=DL3008
 RUN export DEBIAN_FRONTEND=noninteractive \
     && apt-get update \
-    && apt-get install -y --no-install-recommends libevent-dev libssl-dev \
+    && apt-get install -y --no-install-recommends libevent-dev libssl-dev libhiredis-dev \
     && rm -rf /var/lib/apt/lists/*
 
 WORKDIR /build
@@ -69,6 +69,8 @@ FROM debian:bookworm-slim
 #   event_pthreads (Sources/CLibevent/module.modulemap), so all three must be
 #   present or the binary does not start;
 # - libssl3: OpenSSL 3 for the upstream TLS connections;
+# - libhiredis0.14: the shared tier's Redis client (Sources/CHiredis), loaded
+#   whether or not GATEWAY_REDIS_URL is set;
 # - ca-certificates: the system trust store the upstream certificate is
 #   verified against (unless ONSIDE_CA_FILE names another);
 # - tzdata: time zones for log timestamps.
@@ -86,6 +88,7 @@ RUN export DEBIAN_FRONTEND=noninteractive \
         libevent-openssl-2.1-7 \
         libevent-pthreads-2.1-7 \
         libssl3 \
+        libhiredis0.14 \
         tzdata \
     && rm -rf /var/lib/apt/lists/*
 

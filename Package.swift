@@ -48,6 +48,17 @@ let package = Package(
             name: "CGatewayShims",
             dependencies: ["CLibevent", "COpenSSL"]
         ),
+        // hiredis (Debian's 0.14) for the shared tier, and the one shim that
+        // compiles its libevent adapter.
+        .systemLibrary(
+            name: "CHiredis",
+            pkgConfig: "hiredis",
+            providers: [.apt(["libhiredis-dev"]), .brew(["hiredis"])]
+        ),
+        .target(
+            name: "CRedisShims",
+            dependencies: ["CLibevent", "CHiredis"]
+        ),
 
         // MARK: HTTP/1.1 framing (RFC 9112): pure, no I/O.
         .target(name: "HTTPFraming", swiftSettings: strictSwift),
@@ -56,7 +67,7 @@ let package = Package(
         .target(
             name: "EventTransport",
             dependencies: [
-                "CLibevent", "COpenSSL", "CGatewayShims", "HTTPFraming",
+                "CLibevent", "COpenSSL", "CGatewayShims", "CHiredis", "CRedisShims", "HTTPFraming",
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: strictSwift

@@ -26,6 +26,11 @@ public enum ConfigurationVariable: String, CaseIterable, Sendable {
     case upstreamMaxBodyBytes = "UPSTREAM_MAX_BODY_BYTES"
     case cacheMaxTTLSeconds = "GATEWAY_CACHE_MAX_TTL_S"
     case cacheMaxBytes = "GATEWAY_CACHE_MAX_BYTES"
+    case cacheMaxStaleSeconds = "GATEWAY_CACHE_MAX_STALE_S"
+    case redisURL = "GATEWAY_REDIS_URL"
+    case redisPasswordFile = "GATEWAY_REDIS_PASSWORD_FILE"
+    case redisTimeoutMS = "GATEWAY_REDIS_TIMEOUT_MS"
+    case redisPrefix = "GATEWAY_REDIS_PREFIX"
     case shutdownGraceMS = "GATEWAY_SHUTDOWN_GRACE_MS"
     case logLevel = "LOG_LEVEL"
     case logFormat = "LOG_FORMAT"
@@ -58,6 +63,11 @@ public enum ConfigurationVariable: String, CaseIterable, Sendable {
         case .upstreamMaxBodyBytes: "upstream-max-body-bytes"
         case .cacheMaxTTLSeconds: "cache-max-ttl-s"
         case .cacheMaxBytes: "cache-max-bytes"
+        case .cacheMaxStaleSeconds: "cache-max-stale-s"
+        case .redisURL: "redis-url"
+        case .redisPasswordFile: "redis-password-file"
+        case .redisTimeoutMS: "redis-timeout-ms"
+        case .redisPrefix: "redis-prefix"
         case .shutdownGraceMS: "shutdown-grace-ms"
         case .logLevel: "log-level"
         case .logFormat: "log-format"
@@ -90,6 +100,11 @@ public enum ConfigurationVariable: String, CaseIterable, Sendable {
         case .upstreamMaxBodyBytes: "8388608"
         case .cacheMaxTTLSeconds: "60"
         case .cacheMaxBytes: "33554432"
+        case .cacheMaxStaleSeconds: "300"
+        case .redisURL: "unset: no shared tier"
+        case .redisPasswordFile: "unset"
+        case .redisTimeoutMS: "50"
+        case .redisPrefix: "onside-gw:"
         case .shutdownGraceMS: "10000"
         case .logLevel: "info"
         case .logFormat: "json"
@@ -97,5 +112,5 @@ public enum ConfigurationVariable: String, CaseIterable, Sendable {
     }
 
     /// True for values that must never be logged or echoed.
-    public var isSecret: Bool { self == .apiToken || self == .apiKeys }
+    public var isSecret: Bool { self == .apiToken || self == .apiKeys || self == .redisURL }
 }

@@ -26,6 +26,7 @@ public final class GatewayApplication: Service {
     private let front: HTTPFront
     private let descriptors: DescriptorBudget
     private let upstream: UpstreamPool
+    private let sharedTier: SharedTier?
 
     /// Builds the gateway; nothing listens until ``start()``.
     /// - Throws: ``ConfigurationError`` for a CA or catalog file that cannot
@@ -82,6 +83,8 @@ public final class GatewayApplication: Service {
             }
         }
 
+        let sharedTier = SharedTier.make(configuration: configuration, group: group, metrics: metrics, logger: logger)
+        self.sharedTier = sharedTier
         let service = ProductsFetchService(
             settings: .init(
                 appID: configuration.appID,
@@ -90,10 +93,14 @@ public final class GatewayApplication: Service {
                 upstreamMaxIDs: configuration.upstreamMaxIDs,
                 cacheMaxTTLSeconds: configuration.cacheMaxTTLSeconds,
                 regionResolver: RegionResolver(configuredDefault: configuration.defaultCountry, systemLocale: configuration.systemLocale),
-                cacheMaxBytes: configuration.cacheMaxBytes
+                cacheMaxBytes: configuration.cacheMaxBytes,
+                cacheMaxStaleSeconds: configuration.cacheMaxStaleSeconds
             ),
-            source: source,
-            metrics: metrics
+            // With the shared tier, a fetch claims its identifiers across
+            // replicas and stores what it may keep in Redis.
+            source: sharedTier.map { SharedTierSource(base: source, tier: $0) } ?? source,
+            metrics: metrics,
+            sharedTier: sharedTier
         )
         self.upstream = UpstreamPool(service: service, client: client)
         let rpc = JSONRPCServer<RPCCallContext>(
@@ -176,6 +183,7 @@ public final class GatewayApplication: Service {
         await front.close(writeDeadline: .seconds(2))
         if answered { _ = await upstream.waitForFetches() }
         upstream.close()
+        sharedTier?.close()
         // Blocks this thread until the loops' threads have ended; they run
         // their last jobs themselves and never wait for the cooperative pool.
         group.shutdown()

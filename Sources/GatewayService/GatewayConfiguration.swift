@@ -41,6 +41,11 @@ public struct GatewayConfiguration: Sendable {
     public var cacheMaxTTLSeconds: Int
     /// Most bytes the memory cache holds (0: nothing is kept).
     public var cacheMaxBytes: Int
+    /// `GATEWAY_CACHE_MAX_STALE_S`: cap on `stale-if-error` and
+    /// `stale-while-revalidate` (0: never stale).
+    public var cacheMaxStaleSeconds: Int
+    /// The shared tier (`GATEWAY_REDIS_*`); nil without `GATEWAY_REDIS_URL`.
+    public var redis: Redis?
     public var shutdownGraceMS: Int
     public var logLevel: String
     public var logFormat: LogFormat
@@ -48,6 +53,25 @@ public struct GatewayConfiguration: Sendable {
     public var systemLocale: SystemLocale
 
     public enum LogFormat: String, Sendable { case json, text }
+
+    /// Where the shared tier's Redis is.
+    public struct Redis: Sendable, Equatable {
+        public var host: String
+        public var port: Int
+        /// From the URL or `GATEWAY_REDIS_PASSWORD_FILE`; never logged.
+        public var password: String?
+        public var database: Int
+        /// `GATEWAY_REDIS_TIMEOUT_MS`.
+        public var timeoutMS: Int
+        /// `GATEWAY_REDIS_PREFIX`.
+        public var prefix: String
+
+        /// The URL for logs, the password replaced.
+        public var redactedURL: String {
+            let authority = host.contains(":") ? "[\(host)]" : host
+            return "redis://\(password == nil ? "" : ":<redacted>@")\(authority):\(port)/\(database)"
+        }
+    }
 
     /// Reads every variable from `environment`, with `overrides` (the
     /// command-line flags) taking precedence.
@@ -100,6 +124,8 @@ public struct GatewayConfiguration: Sendable {
             upstreamMaxBodyBytes: try source.integer(.upstreamMaxBodyBytes, in: 1024...(1 << 30), default: 8 << 20),
             cacheMaxTTLSeconds: try source.integer(.cacheMaxTTLSeconds, in: 0...86_400, default: 60),
             cacheMaxBytes: try source.integer(.cacheMaxBytes, in: 0...(1 << 40), default: 33_554_432),
+            cacheMaxStaleSeconds: try source.integer(.cacheMaxStaleSeconds, in: 0...604_800, default: 300),
+            redis: try source.redis(),
             shutdownGraceMS: try source.integer(.shutdownGraceMS, in: 0...3_600_000, default: 10_000),
             logLevel: try source.choice(.logLevel, ["trace", "debug", "info", "notice", "warning", "error", "critical"], default: "info"),
             logFormat: LogFormat(rawValue: try source.choice(.logFormat, ["json", "text"], default: "json"))!,
@@ -134,6 +160,10 @@ public struct GatewayConfiguration: Sendable {
             ("UPSTREAM_MAX_BODY_BYTES", "\(upstreamMaxBodyBytes)"),
             ("GATEWAY_CACHE_MAX_TTL_S", "\(cacheMaxTTLSeconds)"),
             ("GATEWAY_CACHE_MAX_BYTES", "\(cacheMaxBytes)"),
+            ("GATEWAY_CACHE_MAX_STALE_S", "\(cacheMaxStaleSeconds)"),
+            ("GATEWAY_REDIS_URL", redis?.redactedURL ?? "<unset>"),
+            ("GATEWAY_REDIS_TIMEOUT_MS", redis.map { "\($0.timeoutMS)" } ?? "<unused>"),
+            ("GATEWAY_REDIS_PREFIX", redis?.prefix ?? "<unused>"),
             ("GATEWAY_SHUTDOWN_GRACE_MS", "\(shutdownGraceMS)"),
             ("LOG_LEVEL", logLevel),
             ("LOG_FORMAT", logFormat.rawValue),
@@ -251,6 +281,64 @@ private struct SettingSource {
         guard !secret.isEmpty else { throw fail(file, "file '\(path)' is empty") }
         guard !secret.contains(where: { $0.isNewline }) else { throw fail(file, "file '\(path)' must hold one line") }
         return secret
+    }
+
+    /// `GATEWAY_REDIS_URL` (`redis://[:password@]host[:port][/db]`) with
+    /// `GATEWAY_REDIS_PASSWORD_FILE`, `GATEWAY_REDIS_TIMEOUT_MS` and
+    /// `GATEWAY_REDIS_PREFIX`. No message ever repeats the password.
+    func redis() throws(ConfigurationError) -> GatewayConfiguration.Redis? {
+        // Checked with or without a URL: a bad value is a mistake either way.
+        let timeoutMS = try integer(.redisTimeoutMS, in: 1...60_000, default: 50)
+        let prefix = string(.redisPrefix) ?? "onside-gw:"
+        guard prefix.utf8.count <= 64, prefix.unicodeScalars.allSatisfy({ $0.value > 0x20 && $0.value < 0x7F }) else {
+            throw fail(.redisPrefix, "expected 1 to 64 visible ASCII characters")
+        }
+        guard let text = string(.redisURL) else {
+            if string(.redisPasswordFile) != nil { throw fail(.redisPasswordFile, "is only used with GATEWAY_REDIS_URL") }
+            return nil
+        }
+        let shown = URLRedaction.redactingUserinfo(text).prefix(100)
+        guard let components = URLComponents(string: text), let scheme = components.scheme?.lowercased() else {
+            throw fail(.redisURL, "expected redis://[:password@]host[:port][/db], got '\(shown)'")
+        }
+        guard scheme == "redis" else {
+            throw fail(.redisURL, "only redis:// is supported (keep the Redis on a private network), got '\(scheme)://'")
+        }
+        guard let host = components.host, !host.isEmpty else { throw fail(.redisURL, "the URL has no host: '\(shown)'") }
+        if let user = components.user, !user.isEmpty, user != "default" {
+            throw fail(.redisURL, "only the default user is supported: use redis://:password@host")
+        }
+        guard components.query == nil, components.fragment == nil else {
+            throw fail(.redisURL, "the URL must not have a query or fragment")
+        }
+        let port = components.port ?? 6379
+        guard (1...65535).contains(port) else { throw fail(.redisURL, "the port must be 1 to 65535") }
+        var path = components.path
+        while path.hasPrefix("/") { path.removeFirst() }
+        let database: Int
+        if path.isEmpty {
+            database = 0
+        } else {
+            guard let number = Int(path), (0...15_999).contains(number) else {
+                throw fail(.redisURL, "the path must be a database number, got '/\(path.prefix(20))'")
+            }
+            database = number
+        }
+        var password = components.password.flatMap { $0.isEmpty ? nil : $0 }
+        if let path = string(.redisPasswordFile) {
+            if password != nil { throw fail(.redisPasswordFile, "set the password either in GATEWAY_REDIS_URL or in GATEWAY_REDIS_PASSWORD_FILE, not both") }
+            guard let data = FileManager.default.contents(atPath: path), let text = String(data: data, encoding: .utf8) else {
+                throw fail(.redisPasswordFile, "cannot read file '\(path)'")
+            }
+            var secret = Substring(text)
+            // One trailing newline, as `echo` and Kubernetes Secrets write it.
+            // ("\r\n" is one Character in Swift.)
+            if secret.last == "\n" || secret.last == "\r\n" { secret.removeLast() }
+            guard !secret.isEmpty else { throw fail(.redisPasswordFile, "file '\(path)' is empty") }
+            guard !secret.contains(where: { $0.isNewline }) else { throw fail(.redisPasswordFile, "file '\(path)' must hold one line") }
+            password = String(secret)
+        }
+        return GatewayConfiguration.Redis(host: host, port: port, password: password, database: database, timeoutMS: timeoutMS, prefix: prefix)
     }
 
     func apiKeys() throws(ConfigurationError) -> [String] {

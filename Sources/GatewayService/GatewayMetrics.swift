@@ -21,6 +21,10 @@ public final class GatewayMetrics: Sendable {
     private let cacheHits: CoreMetrics.Counter
     private let cacheBytes: CoreMetrics.Gauge
     private let cacheEvictions: CoreMetrics.Counter
+    private let staleIdentifiers: CoreMetrics.Counter
+    private let sharedHits: CoreMetrics.Counter
+    private let sharedErrors: CoreMetrics.Counter
+    private let sharedConnections: Meter
     private let upstreamStatus = Mutex<[String: CoreMetrics.Counter]>([:])
     private let process: ProcessMetrics
     private let connectionsOpen: Prometheus.Gauge
@@ -71,6 +75,10 @@ public final class GatewayMetrics: Sendable {
         cacheBytes = CoreMetrics.Gauge(label: "gateway_cache_bytes", factory: factory)
         cacheBytes.record(0)
         cacheEvictions = CoreMetrics.Counter(label: "gateway_cache_evictions_total", factory: factory)
+        staleIdentifiers = CoreMetrics.Counter(label: "gateway_stale_identifiers_total", factory: factory)
+        sharedHits = CoreMetrics.Counter(label: "gateway_shared_cache_hits_total", factory: factory)
+        sharedErrors = CoreMetrics.Counter(label: "gateway_shared_cache_errors_total", factory: factory)
+        sharedConnections = Meter(label: "gateway_shared_tier_connections", factory: factory)
         process = ProcessMetrics(registry: registry)
         connectionsOpen = registry.makeGauge(name: "gateway_connections_open", help: "Client connections open now.")
         connectionsRejected = registry.makeCounter(name: "gateway_connections_rejected_total", help: "Connections closed at once because GATEWAY_MAX_CONNECTIONS were open.")
@@ -108,6 +116,18 @@ public final class GatewayMetrics: Sendable {
     func recordCacheBytes(_ bytes: Int) { cacheBytes.record(bytes) }
     /// Entries evicted to stay within `GATEWAY_CACHE_MAX_BYTES`.
     func recordCacheEvictions(_ count: Int) { if count > 0 { cacheEvictions.increment(by: count) } }
+    /// Identifiers answered from a stale entry (`stale-if-error`,
+    /// `stale-while-revalidate`); not counted as cache hits.
+    func recordStaleIdentifiers(_ count: Int) { if count > 0 { staleIdentifiers.increment(by: count) } }
+    /// Identifiers answered from the shared tier (Redis).
+    func recordSharedHits(_ count: Int) { if count > 0 { sharedHits.increment(by: count) } }
+    /// Redis commands that failed, timed out, were not sent (no connection
+    /// ready) or returned what does not parse.
+    func recordSharedErrors(_ count: Int) { if count > 0 { sharedErrors.increment(by: count) } }
+    /// Redis connections ready now (one per loop when all is well).
+    func recordSharedTierConnections(_ change: Int) {
+        if change > 0 { sharedConnections.increment(by: Double(change)) } else { sharedConnections.decrement(by: Double(-change)) }
+    }
 
     /// The Prometheus text exposition of every series.
     public func exposition() -> [UInt8] {

@@ -31,6 +31,10 @@ public struct SourcePage: Sendable {
     public let page: UpstreamProductsPage
     /// From `Cache-Control: max-age`; `nil` when the answer must not be kept.
     public let maxAgeSeconds: Int?
+    /// `Cache-Control: stale-if-error`, as the upstream sent it (RFC 5861).
+    public let staleIfErrorSeconds: Int?
+    /// `Cache-Control: stale-while-revalidate`, as the upstream sent it (RFC 5861).
+    public let staleWhileRevalidateSeconds: Int?
     /// The items normalised and encoded once (``Product/encoded``), by
     /// identifier; when the upstream repeats an id the first item wins, as
     /// in ``UpstreamProductsPage/productsByID``. The cache and every call
@@ -39,15 +43,30 @@ public struct SourcePage: Sendable {
     public let encodedProducts: [String: EncodedJSON]
 
     /// A page; its items are normalised and encoded here, once.
-    public init(page: UpstreamProductsPage, maxAgeSeconds: Int?) {
+    public init(page: UpstreamProductsPage, maxAgeSeconds: Int?, staleIfErrorSeconds: Int? = nil, staleWhileRevalidateSeconds: Int? = nil) {
         self.page = page
         self.maxAgeSeconds = maxAgeSeconds
+        self.staleIfErrorSeconds = staleIfErrorSeconds
+        self.staleWhileRevalidateSeconds = staleWhileRevalidateSeconds
         var encoded: [String: EncodedJSON] = [:]
         encoded.reserveCapacity(page.items.count)
         for item in page.items where encoded[item.id] == nil {
             encoded[item.id] = Product(item).encoded
         }
         self.encodedProducts = encoded
+    }
+}
+
+extension SourcePage {
+    /// A page assembled from products already encoded (the shared tier's
+    /// entries, another replica's outcome): it has no upstream items, and
+    /// every identifier not in `encodedProducts` is unknown.
+    init(encodedProducts: [String: EncodedJSON], maxAgeSeconds: Int?, staleIfErrorSeconds: Int?, staleWhileRevalidateSeconds: Int?) {
+        self.page = UpstreamProductsPage(items: [], notFound: [])
+        self.maxAgeSeconds = maxAgeSeconds
+        self.staleIfErrorSeconds = staleIfErrorSeconds
+        self.staleWhileRevalidateSeconds = staleWhileRevalidateSeconds
+        self.encodedProducts = encodedProducts
     }
 }
 

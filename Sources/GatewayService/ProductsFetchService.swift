@@ -16,8 +16,10 @@ public final class ProductsFetchService: Sendable {
         public var regionResolver: RegionResolver
         /// `GATEWAY_CACHE_MAX_BYTES`.
         public var cacheMaxBytes: Int
+        /// `GATEWAY_CACHE_MAX_STALE_S`.
+        public var cacheMaxStaleSeconds: Int
 
-        public init(appID: String, limits: FetchProductsLimits, requestTimeout: Duration, upstreamMaxIDs: Int, cacheMaxTTLSeconds: Int, regionResolver: RegionResolver, cacheMaxBytes: Int = 33_554_432) {
+        public init(appID: String, limits: FetchProductsLimits, requestTimeout: Duration, upstreamMaxIDs: Int, cacheMaxTTLSeconds: Int, regionResolver: RegionResolver, cacheMaxBytes: Int = 33_554_432, cacheMaxStaleSeconds: Int = 300) {
             self.appID = appID
             self.limits = limits
             self.requestTimeout = requestTimeout
@@ -25,6 +27,7 @@ public final class ProductsFetchService: Sendable {
             self.cacheMaxTTLSeconds = cacheMaxTTLSeconds
             self.regionResolver = regionResolver
             self.cacheMaxBytes = cacheMaxBytes
+            self.cacheMaxStaleSeconds = cacheMaxStaleSeconds
         }
     }
 
@@ -33,12 +36,19 @@ public final class ProductsFetchService: Sendable {
     private let coalescer = Coalescer()
     private let cache: ResponseCache
     private let metrics: GatewayMetrics
+    /// The shared tier (Redis), when `GATEWAY_REDIS_URL` is set.
+    private let sharedTier: SharedTier?
 
-    public init(settings: Settings, source: any ProductSource, metrics: GatewayMetrics) {
+    public convenience init(settings: Settings, source: any ProductSource, metrics: GatewayMetrics) {
+        self.init(settings: settings, source: source, metrics: metrics, sharedTier: nil)
+    }
+
+    init(settings: Settings, source: any ProductSource, metrics: GatewayMetrics, sharedTier: SharedTier?) {
         self.settings = settings
         self.source = source
-        self.cache = ResponseCache(maxTTLSeconds: settings.cacheMaxTTLSeconds, maxBytes: settings.cacheMaxBytes, metrics: metrics)
+        self.cache = ResponseCache(maxTTLSeconds: settings.cacheMaxTTLSeconds, maxStaleSeconds: settings.cacheMaxStaleSeconds, maxBytes: settings.cacheMaxBytes, metrics: metrics)
         self.metrics = metrics
+        self.sharedTier = sharedTier
     }
 
     /// Runs one call. Never throws: every failure is a JSON-RPC error.
@@ -105,13 +115,23 @@ public final class ProductsFetchService: Sendable {
         // One slot per requested identifier, in request order: a product's
         // bytes, `.unknown`, or nil while nothing answered it yet.
         var answers = [ProductAnswer?](repeating: nil, count: identifiers.count)
-        let hits = cache.lookup(scope: scope, identifiers: identifiers, now: started, into: &answers)
+        // Identifiers answered from a `stale-while-revalidate` entry; empty
+        // (no allocation) unless one is.
+        var stale: [String] = []
+        let hits = cache.lookup(scope: scope, identifiers: identifiers, now: started, into: &answers, revalidating: &stale)
         metrics.recordCacheHits(hits)
+        if !stale.isEmpty {
+            metrics.recordStaleIdentifiers(stale.count)
+            revalidate(stale, scope: scope, requestID: requestID, deadline: deadline)
+        }
 
-        if hits < identifiers.count {
+        if hits + stale.count < identifiers.count {
             var missing: [String] = []
             missing.reserveCapacity(identifiers.count - hits)
             for index in identifiers.indices where answers[index] == nil { missing.append(identifiers[index]) }
+            if let sharedTier {
+                missing = await lookUpShared(missing, in: sharedTier, scope: scope, identifiers: identifiers, answers: &answers, stale: &stale, requestID: requestID, deadline: deadline)
+            }
             let claim = coalescer.claim(scope: scope, identifiers: missing, chunkSize: settings.upstreamMaxIDs)
             metrics.recordCoalesced(claim.joinedIdentifierCount)
             for fetch in claim.started { start(fetch, requestID: requestID, deadline: deadline) }
@@ -130,6 +150,15 @@ public final class ProductsFetchService: Sendable {
                         }
                     }
                 case .failure(let failure):
+                    if failure.allowsStaleAnswer {
+                        // `stale-if-error`: entries still within it answer
+                        // for this fetch's identifiers, if all of them can.
+                        let fallback = cache.fillStaleIfError(
+                            scope: scope, identifiers: identifiers, failedIdentifiers: fetch.identifiers, now: .now, into: &answers
+                        )
+                        metrics.recordStaleIdentifiers(fallback.filled)
+                        if fallback.complete { continue }
+                    }
                     failures.append(failure)
                 }
             }
@@ -137,6 +166,58 @@ public final class ProductsFetchService: Sendable {
         }
         // Every identifier no page and no entry has a product for is invalid.
         return .success(ProductsResult.encoded(requested: identifiers, answers: answers, region: region))
+    }
+
+    /// The shared tier's turn on a memory miss: one `MGET` of `missing`.
+    /// Every entry found is kept in memory for the rest of its time; fresh
+    /// ones answer now (`gateway_shared_cache_hits_total`), stale ones as
+    /// the memory cache's stale rules allow. Returns what is still missing.
+    private func lookUpShared(
+        _ missing: [String], in sharedTier: SharedTier, scope: FetchScope, identifiers: [String],
+        answers: inout [ProductAnswer?], stale: inout [String], requestID: String, deadline: ContinuousClock.Instant
+    ) async -> [String] {
+        guard let found = await sharedTier.lookup(scope: scope, identifiers: missing) else { return missing }
+        let nowUnixMS = SharedTier.unixMilliseconds()
+        var kept: [(identifier: String, entry: SharedCacheEntry, freshFor: Duration)] = []
+        var fresh: [String: ProductAnswer] = [:]
+        var anyStale = false
+        for (index, entry) in found.enumerated() {
+            guard let entry else { continue }
+            let freshFor = Duration.milliseconds(entry.freshUntilUnixMS - nowUnixMS)
+            kept.append((missing[index], entry, freshFor))
+            if freshFor > .zero { fresh[missing[index]] = entry.answer } else { anyStale = true }
+        }
+        guard !kept.isEmpty else { return missing }
+        cache.store(shared: kept, scope: scope, now: .now)
+        if !fresh.isEmpty {
+            for index in identifiers.indices where answers[index] == nil {
+                if let answer = fresh[identifiers[index]] { answers[index] = answer }
+            }
+            metrics.recordSharedHits(fresh.count)
+        }
+        if anyStale {
+            // Now in memory: `stale-while-revalidate` ones answer (and are
+            // refreshed) as a memory lookup would have answered them.
+            var revalidating: [String] = []
+            _ = cache.lookup(scope: scope, identifiers: identifiers, now: .now, into: &answers, revalidating: &revalidating)
+            if !revalidating.isEmpty {
+                metrics.recordStaleIdentifiers(revalidating.count)
+                revalidate(revalidating, scope: scope, requestID: requestID, deadline: deadline)
+                stale.append(contentsOf: revalidating)
+            }
+        }
+        var still: [String] = []
+        for index in identifiers.indices where answers[index] == nil { still.append(identifiers[index]) }
+        return still
+    }
+
+    /// `stale-while-revalidate`: one background fetch per identifier
+    /// answered stale, coalesced like any fetch (an identifier already being
+    /// fetched is not asked again). Nobody waits for it; its success
+    /// refreshes the cache, its failure is forgotten.
+    private func revalidate(_ identifiers: [String], scope: FetchScope, requestID: String, deadline: ContinuousClock.Instant) {
+        let claim = coalescer.claim(scope: scope, identifiers: identifiers, chunkSize: settings.upstreamMaxIDs)
+        for fetch in claim.started { start(fetch, requestID: requestID, deadline: deadline) }
     }
 
     /// Starts a shared fetch in a task of its own: no caller owns it, so a

@@ -26,7 +26,14 @@ enum UpstreamResponseClassifier {
         case 200:
             do {
                 let page = try UpstreamProductsPage.parse(response.body)
-                return .success(SourcePage(page: page, maxAgeSeconds: maxAge(response.headers.values("Cache-Control"))))
+                let cacheControl = response.headers.values("Cache-Control")
+                let stale = StaleAnswerDirectives.parse(cacheControl)
+                return .success(SourcePage(
+                    page: page,
+                    maxAgeSeconds: maxAge(cacheControl),
+                    staleIfErrorSeconds: stale.staleIfErrorSeconds,
+                    staleWhileRevalidateSeconds: stale.staleWhileRevalidateSeconds
+                ))
             } catch {
                 return .failure(.internalError(upstreamStatus: 200, detail: "the upstream answer could not be read: \(error.message)"), retryable: false, retryAfterSeconds: nil)
             }

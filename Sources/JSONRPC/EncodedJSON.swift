@@ -7,9 +7,10 @@
 /// Invariant: the bytes are exactly what ``JSONWriter`` wrote for one
 /// complete value, so they are valid JSON text with the writer's escaping
 /// rules and splicing them cannot break the text around them. That is why
-/// there is no public initializer from arbitrary bytes: the only ways to
-/// make one are ``JSONWriter/finish()`` and ``init(_:)``, which serializes a
-/// tree.
+/// there is no public initializer that trusts arbitrary bytes: the ways to
+/// make one are ``JSONWriter/finish()``, ``init(_:)``, which serializes a
+/// tree, and ``init(validating:maxDepth:)``, which takes bytes from
+/// elsewhere only after checking they are exactly the writer's form.
 public struct EncodedJSON: Sendable, Hashable {
     /// The compact JSON text.
     public let bytes: [UInt8]

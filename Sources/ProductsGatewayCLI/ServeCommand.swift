@@ -86,6 +86,21 @@ struct ServeCommand: AsyncParsableCommand {
     @Option(name: .customLong(ConfigurationVariable.cacheMaxBytes.flag), help: Self.help(.cacheMaxBytes, "Most bytes the memory cache holds, entries and keys; past it the least used are evicted (0: nothing is kept)."))
     var cacheMaxBytes: String?
 
+    @Option(name: .customLong(ConfigurationVariable.cacheMaxStaleSeconds.flag), help: Self.help(.cacheMaxStaleSeconds, "Cap on how long past freshness an entry may answer under stale-if-error / stale-while-revalidate, in seconds (0: never)."))
+    var cacheMaxStaleSeconds: String?
+
+    @Option(name: .customLong(ConfigurationVariable.redisURL.flag), help: Self.help(.redisURL, "redis://[:password@]host[:port][/db] of the shared tier (prefer the password file; flags show in process lists)."))
+    var redisURL: String?
+
+    @Option(name: .customLong(ConfigurationVariable.redisPasswordFile.flag), help: Self.help(.redisPasswordFile, "File holding the Redis password."))
+    var redisPasswordFile: String?
+
+    @Option(name: .customLong(ConfigurationVariable.redisTimeoutMS.flag), help: Self.help(.redisTimeoutMS, "A Redis round trip slower than this counts as a miss, in milliseconds."))
+    var redisTimeoutMS: String?
+
+    @Option(name: .customLong(ConfigurationVariable.redisPrefix.flag), help: Self.help(.redisPrefix, "Prefix of every key the gateway writes in Redis."))
+    var redisPrefix: String?
+
     @Option(name: .customLong(ConfigurationVariable.shutdownGraceMS.flag), help: Self.help(.shutdownGraceMS, "Time calls in flight get to finish after SIGTERM or SIGINT, in milliseconds."))
     var shutdownGraceMS: String?
 
@@ -123,6 +138,11 @@ struct ServeCommand: AsyncParsableCommand {
             (.upstreamMaxBodyBytes, upstreamMaxBodyBytes),
             (.cacheMaxTTLSeconds, cacheMaxTTLSeconds),
             (.cacheMaxBytes, cacheMaxBytes),
+            (.cacheMaxStaleSeconds, cacheMaxStaleSeconds),
+            (.redisURL, redisURL),
+            (.redisPasswordFile, redisPasswordFile),
+            (.redisTimeoutMS, redisTimeoutMS),
+            (.redisPrefix, redisPrefix),
             (.shutdownGraceMS, shutdownGraceMS),
             (.logLevel, logLevel),
             (.logFormat, logFormat),

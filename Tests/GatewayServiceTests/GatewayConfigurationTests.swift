@@ -56,6 +56,7 @@ struct GatewayConfigurationTests {
         #expect(configuration.upstreamMaxBodyBytes == 8_388_608)
         #expect(configuration.cacheMaxTTLSeconds == 60)
         #expect(configuration.cacheMaxBytes == 33_554_432)
+        #expect(configuration.cacheMaxStaleSeconds == 300)
         #expect(configuration.shutdownGraceMS == 10_000)
         #expect(configuration.logLevel == "info")
         #expect(configuration.logFormat == .json)
@@ -90,6 +91,7 @@ struct GatewayConfigurationTests {
             "UPSTREAM_RETRIES": "0",
             "GATEWAY_CACHE_MAX_TTL_S": "0",
             "GATEWAY_CACHE_MAX_BYTES": "1048576",
+            "GATEWAY_CACHE_MAX_STALE_S": "45",
             "GATEWAY_SHUTDOWN_GRACE_MS": "0",
             "LOG_LEVEL": "DEBUG",
             "LOG_FORMAT": "text",
@@ -112,6 +114,7 @@ struct GatewayConfigurationTests {
         #expect(configuration.upstreamRetries == 0)
         #expect(configuration.cacheMaxTTLSeconds == 0)
         #expect(configuration.cacheMaxBytes == 1_048_576)
+        #expect(configuration.cacheMaxStaleSeconds == 45)
         #expect(configuration.shutdownGraceMS == 0)
         #expect(configuration.logLevel == "debug")
         #expect(configuration.logFormat == .text)
@@ -127,8 +130,43 @@ struct GatewayConfigurationTests {
         #expect(configuration.logFormat == .json)
         #expect(try GatewayConfiguration.load(environment: [:], overrides: [.cacheMaxBytes: "0"]).cacheMaxBytes == 0)
         #expect(Self.error([:], overrides: [.cacheMaxBytes: "-1"])?.variable == "GATEWAY_CACHE_MAX_BYTES")
+        #expect(try GatewayConfiguration.load(environment: [:], overrides: [.cacheMaxStaleSeconds: "0"]).cacheMaxStaleSeconds == 0)
+        #expect(Self.error([:], overrides: [.cacheMaxStaleSeconds: "soon"])?.variable == "GATEWAY_CACHE_MAX_STALE_S")
         // A bad flag is reported under its variable too.
         #expect(Self.error([:], overrides: [.maxIDs: "abc"])?.variable == "GATEWAY_MAX_IDS")
+    }
+
+    @Test func theSharedTierIsReadFromItsURLAndPasswordFile() throws {
+        #expect(try GatewayConfiguration.load(environment: [:]).redis == nil)
+        let plain = try GatewayConfiguration.load(environment: ["GATEWAY_REDIS_URL": "redis://cache.internal"]).redis
+        #expect(plain == .init(host: "cache.internal", port: 6379, password: nil, database: 0, timeoutMS: 50, prefix: "onside-gw:"))
+        let full = try GatewayConfiguration.load(environment: [
+            "GATEWAY_REDIS_URL": "redis://:p%40ss@10.0.0.5:6380/3", "GATEWAY_REDIS_TIMEOUT_MS": "20", "GATEWAY_REDIS_PREFIX": "gw-a:",
+        ])
+        #expect(full.redis == .init(host: "10.0.0.5", port: 6380, password: "p@ss", database: 3, timeoutMS: 20, prefix: "gw-a:"))
+        #expect(full.redis?.redactedURL == "redis://:<redacted>@10.0.0.5:6380/3")
+        #expect(!full.redactedSummary.contains { $0.1.contains("p@ss") })
+
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("redis-pw-\(UUID().uuidString)").path
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        // One trailing newline is ignored, as a Secret or `echo` writes it.
+        try "from file \n".write(toFile: path, atomically: true, encoding: .utf8)
+        let fromFile = try GatewayConfiguration.load(environment: ["GATEWAY_REDIS_URL": "redis://r", "GATEWAY_REDIS_PASSWORD_FILE": path])
+        #expect(fromFile.redis?.password == "from file ")
+        try "a\r\n".write(toFile: path, atomically: true, encoding: .utf8)
+        #expect(try GatewayConfiguration.load(environment: ["GATEWAY_REDIS_URL": "redis://r", "GATEWAY_REDIS_PASSWORD_FILE": path]).redis?.password == "a")
+        try "a\nb\n".write(toFile: path, atomically: true, encoding: .utf8)
+        #expect(Self.error(["GATEWAY_REDIS_URL": "redis://r", "GATEWAY_REDIS_PASSWORD_FILE": path])?.variable == "GATEWAY_REDIS_PASSWORD_FILE")
+        #expect(Self.error(["GATEWAY_REDIS_URL": "redis://:x@r", "GATEWAY_REDIS_PASSWORD_FILE": path])?.variable == "GATEWAY_REDIS_PASSWORD_FILE")
+        #expect(Self.error(["GATEWAY_REDIS_PASSWORD_FILE": path])?.variable == "GATEWAY_REDIS_PASSWORD_FILE")
+        #expect(Self.error(["GATEWAY_REDIS_URL": "redis://r", "GATEWAY_REDIS_PASSWORD_FILE": "/nonexistent/pw"])?.variable == "GATEWAY_REDIS_PASSWORD_FILE")
+    }
+
+    @Test(arguments: ["rediss://r", "http://r", "redis://", "redis://r/db", "redis://r/99999", "redis://admin:pw@r", "redis://r?x=1", "redis://r:0"])
+    func aBadRedisURLNamesItsVariableWithoutThePassword(url: String) throws {
+        let error = try #require(Self.error(["GATEWAY_REDIS_URL": url]))
+        #expect(error.variable == "GATEWAY_REDIS_URL")
+        #expect(!error.message.contains("pw"))
     }
 
     @Test(arguments: [
@@ -156,6 +194,13 @@ struct GatewayConfigurationTests {
         ("GATEWAY_CACHE_MAX_BYTES", "-1"),
         ("GATEWAY_CACHE_MAX_BYTES", "32MiB"),
         ("GATEWAY_CACHE_MAX_BYTES", "1.5"),
+        ("GATEWAY_CACHE_MAX_STALE_S", "-1"),
+        ("GATEWAY_CACHE_MAX_STALE_S", "5m"),
+        ("GATEWAY_CACHE_MAX_STALE_S", "604801"),
+        ("GATEWAY_REDIS_TIMEOUT_MS", "0"),
+        ("GATEWAY_REDIS_TIMEOUT_MS", "fast"),
+        ("GATEWAY_REDIS_PREFIX", "has space"),
+        ("GATEWAY_REDIS_URL", "https://cache"),
         ("GATEWAY_SHUTDOWN_GRACE_MS", "abc"),
         ("LOG_LEVEL", "verbose"),
         ("LOG_FORMAT", "xml"),
@@ -271,12 +316,15 @@ struct GatewayConfigurationTests {
         var environment = Self.upstream
         environment["ONSIDE_API_TOKEN"] = "env-token-0123456789"
         environment["GATEWAY_API_KEYS"] = "key-0123456789abcdef"
+        environment["GATEWAY_REDIS_URL"] = "redis://:redis-secret-42@cache:6379/1"
         let summary = try GatewayConfiguration.load(environment: environment).redactedSummary
         let text = summary.map { "\($0.0)=\($0.1)" }.joined(separator: "\n")
         #expect(!text.contains("env-token-0123456789"))
         #expect(!text.contains("key-0123456789abcdef"))
+        #expect(!text.contains("redis-secret-42"))
+        #expect(text.contains("GATEWAY_REDIS_URL=redis://:<redacted>@cache:6379/1"))
         #expect(text.contains("ONSIDE_UPSTREAM_URL=https://products.onside.example:443"))
-        #expect(Set(summary.map(\.0)) == Set(ConfigurationVariable.allCases.map(\.rawValue)).subtracting(["ONSIDE_API_TOKEN_FILE", "GATEWAY_API_KEYS_FILE"]))
+        #expect(Set(summary.map(\.0)) == Set(ConfigurationVariable.allCases.map(\.rawValue)).subtracting(["ONSIDE_API_TOKEN_FILE", "GATEWAY_API_KEYS_FILE", "GATEWAY_REDIS_PASSWORD_FILE"]))
     }
 
     @Test func everyVariableHasAFlag() {

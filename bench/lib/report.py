@@ -17,6 +17,7 @@ LABELS = {
     "upstream_direct": "wrk -> TLS upstream (direct)",
     "gateway_hot": "gateway hot (cache hit)",
     "gateway_cold": "gateway cold (new ids)",
+    "gateway_redis_hit": "gateway shared-tier hit (Redis)",
     "gateway_hot_1000": "gateway hot",
 }
 ORDER = list(LABELS)
@@ -31,6 +32,10 @@ RATIOS = [
     # gateway's own work leaves.
     ("evhttp front req/s / nginx proxy_cache req/s", "evhttp_return", "nginx_proxy_cache", "rps", "many", None, None),
     ("hot req/s / evhttp front req/s", "gateway_hot", "evhttp_return", "rps", "many", None, None),
+    # The shared tier (issue 11): a Redis hit costs one Redis round trip
+    # over a memory hit, and keeps at least half its throughput.
+    ("redis-hit req/s / hot req/s", "gateway_redis_hit", "gateway_hot", "rps", "many", ">=", 0.5),
+    ("redis-hit p50 @1 conn / hot p50 @1 conn", "gateway_redis_hit", "gateway_hot", "p50_us", "one", None, None),
 ]
 
 
@@ -100,6 +105,7 @@ def main():
         r["bytes_per_call"] = round(r["bytes"] / r["calls"]) if r["calls"] > 0 else None
         allocs.setdefault(r["instance"], {})[str(r["conns"])] = r
     herd = next((r for r in records if r["kind"] == "herd"), None)
+    herd_replicas = next((r for r in records if r["kind"] == "herd_replicas"), None)
 
     ratios = []
     for name, num, den, metric, which, op, target in RATIOS:
@@ -145,7 +151,7 @@ def main():
             left = f"{rate(cm['median']['rps']):>17} {latency(cm['median']['p50_us']):>8} {latency(cm['median']['p99_us']):>8}"
             right = f"{rate(c1['median']['rps']):>13} {latency(c1['median']['p50_us']):>8} {latency(c1['median']['p99_us']):>8}"
             errors = cm["errors"] + c1["errors"]
-        instance = {"gateway_hot": "hot", "gateway_cold": "cold", "gateway_hot_1000": "hot_1000"}.get(name)
+        instance = {"gateway_hot": "hot", "gateway_cold": "cold", "gateway_hot_1000": "hot_1000", "gateway_redis_hit": "redis"}.get(name)
         if instance in gateways:
             g = gateways[instance]
             bad = g["rpc_total"] - g["rpc_ok"]
@@ -172,7 +178,8 @@ def main():
             f"{'calls ok/total':>18}{'upstream calls':>16}")
         out(f"{'':<24}{'':>10}{'':>10}{f'{many} / 1 conn':>17}{f'{many} / 1 conn':>18}")
         rows = [("hot", f"hot ({many} + 1 conns)", "hot"), ("cold", f"cold ({many} + 1 conns)", "cold"),
-                ("hot_1000", f"hot ({knobs['high_connections']} conns)", None)]
+                ("hot_1000", f"hot ({knobs['high_connections']} conns)", None),
+                ("redis", f"redis hit ({many} + 1 conns)", None)]
         for key, label, alloc_key in rows:
             g = gateways.get(key)
             if not g and not (alloc_key and alloc_key in allocs):
@@ -202,11 +209,24 @@ def main():
         out(f"      upstream calls: {via_metrics} (gateway /metrics), {served if served is not None else '?'} "
             f"(upstream's own count); coalesced identifiers {herd['coalesced_identifiers']}; "
             f"peak RSS {megabytes(herd['vmhwm_kb'])} -> {'PASS' if herd['pass'] else 'FAIL'} (target: 1 upstream call)")
+    if herd_replicas:
+        clients = [c or {} for c in herd_replicas["clients"]]
+        calls = sum(c.get("calls", 0) for c in clients)
+        ok = sum(c.get("ok", 0) for c in clients)
+        failed = sum(c.get("failed", 0) for c in clients)
+        served = herd_replicas["upstream_calls_served"]
+        via_metrics = herd_replicas["upstream_calls_metrics"]
+        herd_replicas["pass"] = failed == 0 and calls > 0 and via_metrics == 1 and served in (1, None)
+        out(f"herd over {herd_replicas['replicas']} replicas sharing Redis: {calls} identical concurrent calls, upstream "
+            f"answering {herd_replicas['delay_ms']} ms late: {ok} ok, {failed} failed, last answer after "
+            f"{max((c.get('last_answer_ms') or 0) for c in clients)} ms")
+        out(f"      upstream calls: {via_metrics} (replicas' /metrics), {served if served is not None else '?'} "
+            f"(upstream's own count) -> {'PASS' if herd_replicas['pass'] else 'FAIL'} (target: 1 upstream call)")
     table = "\n".join(lines)
     print(table)
 
     result = {"meta": meta, "scenarios": scenarios, "ratios": ratios, "gateway_instances": gateways,
-              "allocations": allocs, "herd": herd}
+              "allocations": allocs, "herd": herd, "herd_replicas": herd_replicas}
     with open(out_path, "w") as f:
         json.dump(result, f, indent=2)
         f.write("\n")

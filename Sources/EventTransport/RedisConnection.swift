@@ -1,0 +1,528 @@
+import CHiredis
+import CRedisShims
+import Dispatch
+import Foundation
+
+/// One hiredis asynchronous connection to Redis, run by one event loop
+/// through hiredis's libevent adapter: no thread of its own, and every
+/// callback arrives on that loop.
+///
+/// The connection connects (and reconnects, with backoff) on its own. A
+/// command sent while it is not ready fails at once with
+/// ``RedisError/Kind/notConnected``: no call ever waits for a reconnect.
+/// Every command has the endpoint's `commandTimeout`; when the oldest
+/// outstanding command passes it, the connection is considered stalled:
+/// every outstanding command fails with ``RedisError/Kind/timeout``, the
+/// connection is dropped and made again after a backoff.
+///
+/// Loop-bound: create it anywhere, then use it only on `loop` (``start()``,
+/// ``send(_:completion:)``, ``command(_:)``, ``close()``).
+///
+/// All of hiredis stays in this file: the context, its callbacks and the
+/// `Unmanaged` back-pointer (`redisAsyncContext.data`, unretained: the
+/// connection outlives every context it makes, and clears the pointer
+/// before freeing one).
+public final class RedisConnection: @unchecked Sendable {
+    // @unchecked: every mutable field is touched on `loop` only (checked by
+    // `preconditionInEventLoop` at each entry point).
+
+    public typealias Completion = (Result<RedisValue, RedisError>) -> Void
+
+    private enum State {
+        /// Waiting for the next attempt (a backoff timer is armed), or not
+        /// started yet.
+        case idle
+        /// Resolving the host name off the loop.
+        case resolving
+        /// TCP connect, `AUTH` and `SELECT` under way.
+        case connecting
+        case ready
+        case closed
+    }
+
+    private struct Pending {
+        let sequence: UInt
+        let deadline: ContinuousClock.Instant
+        /// `AUTH`/`SELECT` of the connection itself.
+        let isHandshake: Bool
+        let completion: Completion
+    }
+
+    public let loop: EventLoop
+    private let endpoint: RedisEndpoint
+    private let observer: (any RedisConnectionObserver)?
+    private let onMessage: ((String, [UInt8]) -> Void)?
+    private let channels: [String]
+
+    private var state = State.idle
+    private var context: UnsafeMutablePointer<redisAsyncContext>?
+    /// Outstanding commands of `context`, oldest first: replies come in
+    /// order, so the head is the one the next reply answers.
+    private var pending: [Pending] = []
+    private var pendingHead = 0
+    private var handshakeLeft = 0
+    private var nextSequence: UInt = 1
+    private var deadlineTimer: LoopTimer?
+    private var retryTimer: LoopTimer?
+    private var connectTimer: LoopTimer?
+    private var failedAttempts = 0
+    /// Whether the connection last dropped was ready, for the observer.
+    private var droppedReady = false
+
+    /// A connection for commands.
+    public init(loop: EventLoop, endpoint: RedisEndpoint, observer: (any RedisConnectionObserver)?) {
+        self.loop = loop
+        self.endpoint = endpoint
+        self.observer = observer
+        self.onMessage = nil
+        self.channels = []
+    }
+
+    /// A subscriber connection: once connected it subscribes to `channels`
+    /// and hands every message to `onMessage(channel, payload)`, on `loop`.
+    /// It takes no commands. Messages published while it is reconnecting
+    /// are lost; whoever waits for one must have a deadline of its own.
+    public init(loop: EventLoop, endpoint: RedisEndpoint, observer: (any RedisConnectionObserver)?, subscribingTo channels: [String], onMessage: @escaping (String, [UInt8]) -> Void) {
+        self.loop = loop
+        self.endpoint = endpoint
+        self.observer = observer
+        self.onMessage = onMessage
+        self.channels = channels
+    }
+
+    /// Whether commands are sent now (else they fail at once).
+    public var isReady: Bool {
+        loop.preconditionInEventLoop()
+        return state == .ready
+    }
+
+    /// Starts connecting. On `loop`.
+    public func start() {
+        loop.preconditionInEventLoop()
+        guard state == .idle, retryTimer == nil else { return }
+        connect()
+    }
+
+    /// Drops the connection for good: outstanding commands fail with
+    /// ``RedisError/Kind/disconnected``, nothing reconnects. On `loop`.
+    public func close() {
+        loop.preconditionInEventLoop()
+        guard state != .closed else { return }
+        retryTimer?.cancel()
+        retryTimer = nil
+        drop(RedisError(.disconnected, "the Redis connection was closed"), freeContext: true)
+        if droppedReady { observer?.redisConnectionClosed(loop: loop.name) }
+        droppedReady = false
+        state = .closed
+    }
+
+    // MARK: Commands
+
+    /// Sends one command; `completion` runs on `loop` with the reply (a
+    /// server error is a `.success(.error(...))`), or at once with
+    /// ``RedisError/Kind/notConnected`` when the connection is not ready.
+    /// Commands sent in one loop turn go out together (pipelined).
+    public func send(_ arguments: [[UInt8]], completion: @escaping Completion) {
+        loop.preconditionInEventLoop()
+        guard state == .ready, onMessage == nil, let context else {
+            completion(.failure(RedisError(.notConnected, "no Redis connection is ready")))
+            return
+        }
+        guard enqueue(arguments, on: context, deadline: .now + endpoint.commandTimeout, isHandshake: false, completion: completion) else {
+            completion(.failure(RedisError(.disconnected, "hiredis refused the command")))
+            return
+        }
+    }
+
+    /// ``send(_:completion:)`` for a task that runs on `loop`.
+    public func command(_ arguments: [[UInt8]]) async -> Result<RedisValue, RedisError> {
+        loop.preconditionInEventLoop()
+        return await withCheckedContinuation { continuation in
+            send(arguments) { continuation.resume(returning: $0) }
+        }
+    }
+
+    private func enqueue(_ arguments: [[UInt8]], on context: UnsafeMutablePointer<redisAsyncContext>, deadline: ContinuousClock.Instant, isHandshake: Bool, completion: @escaping Completion) -> Bool {
+        let sequence = nextSequence
+        nextSequence &+= 1
+        if nextSequence == 0 { nextSequence = 1 }
+        guard Self.submit(arguments, to: context, sequence: sequence) else { return false }
+        pending.append(Pending(sequence: sequence, deadline: deadline, isHandshake: isHandshake, completion: completion))
+        if deadlineTimer == nil { armDeadline(at: deadline) }
+        return true
+    }
+
+    /// `redisAsyncCommandArgv` with binary-safe arguments. hiredis copies
+    /// them into its output buffer before returning.
+    private static func submit(_ arguments: [[UInt8]], to context: UnsafeMutablePointer<redisAsyncContext>, sequence: UInt) -> Bool {
+        var flat: [UInt8] = []
+        flat.reserveCapacity(arguments.reduce(1) { $0 + $1.count })
+        var lengths: [Int] = []
+        lengths.reserveCapacity(arguments.count)
+        for argument in arguments {
+            flat.append(contentsOf: argument)
+            lengths.append(argument.count)
+        }
+        flat.append(0)
+        return flat.withUnsafeBufferPointer { buffer in
+            let base = UnsafeRawPointer(buffer.baseAddress!)
+            var offset = 0
+            var pointers: [UnsafePointer<CChar>?] = []
+            pointers.reserveCapacity(lengths.count)
+            for length in lengths {
+                pointers.append(base.advanced(by: offset).assumingMemoryBound(to: CChar.self))
+                offset += length
+            }
+            return pointers.withUnsafeMutableBufferPointer { argv in
+                lengths.withUnsafeBufferPointer { argvlen in
+                    redisAsyncCommandArgv(
+                        context, redisReplyCallback, UnsafeMutableRawPointer(bitPattern: sequence),
+                        Int32(arguments.count), argv.baseAddress, argvlen.baseAddress
+                    ) == REDIS_OK
+                }
+            }
+        }
+    }
+
+    // MARK: Connecting
+
+    private func connect() {
+        state = .resolving
+        let host = endpoint.host
+        if Self.isNumericAddress(host) {
+            open(address: host)
+            return
+        }
+        // getaddrinfo blocks: never on a loop.
+        DispatchQueue.global().async { [self] in
+            let address = Self.resolve(host)
+            loop.execute { [self] in
+                guard state == .resolving else { return }
+                if let address {
+                    open(address: address)
+                } else {
+                    failed("cannot resolve the Redis host '\(host)'")
+                }
+            }
+        }
+    }
+
+    private func open(address: String) {
+        state = .connecting
+        guard let context = redisAsyncConnect(address, Int32(endpoint.port)) else {
+            failed("cannot allocate a Redis connection")
+            return
+        }
+        if context.pointee.err != 0 {
+            let message = Self.errorText(context)
+            redisAsyncFree(context)
+            failed("cannot connect to Redis at \(endpoint.host):\(endpoint.port): \(message)")
+            return
+        }
+        context.pointee.data = Unmanaged.passUnretained(self).toOpaque()
+        guard gw_redis_libevent_attach(context, loop.base) == REDIS_OK else {
+            context.pointee.data = nil
+            redisAsyncFree(context)
+            failed("cannot attach the Redis connection to the event loop")
+            return
+        }
+        redisAsyncSetConnectCallback(context, redisConnectCallback)
+        redisAsyncSetDisconnectCallback(context, redisDisconnectCallback)
+        self.context = context
+        let deadline = ContinuousClock.now + endpoint.connectTimeout
+        connectTimer = loop.scheduleTimer(at: deadline) { [self] in
+            connectTimer = nil
+            guard state == .connecting else { return }
+            drop(RedisError(.timeout, "connecting to Redis timed out"), freeContext: true)
+            failed("connecting to Redis at \(endpoint.host):\(endpoint.port) took over \(endpoint.connectTimeout.milliseconds) ms")
+        }
+        // Queued now, sent once connected, answered before anything else.
+        handshakeLeft = 0
+        if let password = endpoint.password {
+            handshakeLeft += 1
+            _ = enqueue([Array("AUTH".utf8), Array(password.utf8)], on: context, deadline: deadline, isHandshake: true) { [self] result in
+                handshakeReplied(result, step: "AUTH")
+            }
+        }
+        if endpoint.database != 0 {
+            handshakeLeft += 1
+            _ = enqueue([Array("SELECT".utf8), Array(String(endpoint.database).utf8)], on: context, deadline: deadline, isHandshake: true) { [self] result in
+                handshakeReplied(result, step: "SELECT \(endpoint.database)")
+            }
+        }
+    }
+
+    /// hiredis: the TCP connection is made or has failed.
+    fileprivate func connected(_ context: UnsafePointer<redisAsyncContext>, ok: Bool) {
+        guard UnsafePointer(self.context) == context else { return }
+        guard ok else {
+            let message = Self.errorText(context)
+            // hiredis frees the context itself after this callback.
+            drop(RedisError(.disconnected, "connecting to Redis failed"), freeContext: false)
+            failed("cannot connect to Redis at \(endpoint.host):\(endpoint.port): \(message)")
+            return
+        }
+        if handshakeLeft == 0 { becomeReady() }
+    }
+
+    private func handshakeReplied(_ result: Result<RedisValue, RedisError>, step: String) {
+        guard state == .connecting else { return }
+        switch result {
+        case .success(.error(let message)):
+            // The server's words ("WRONGPASS ...", "NOAUTH ...") never
+            // repeat the password.
+            drop(RedisError(.disconnected, "Redis refused \(step.hasPrefix("AUTH") ? "AUTH" : step)"), freeContext: true)
+            failed("Redis refused \(step): \(message.prefix(200))")
+        case .success:
+            handshakeLeft -= 1
+            if handshakeLeft == 0 { becomeReady() }
+        case .failure(let error):
+            // Already dropped (timeout or disconnect) by whoever failed it.
+            _ = error
+        }
+    }
+
+    private func becomeReady() {
+        if let context, onMessage != nil {
+            for channel in channels where !Self.subscribe(channel, on: context) {
+                // Left connecting: the connect timer drops it, outside
+                // hiredis's callbacks (freeing inside its connect callback
+                // is not safe in 0.14).
+                return
+            }
+        }
+        connectTimer?.cancel()
+        connectTimer = nil
+        failedAttempts = 0
+        state = .ready
+        observer?.redisConnected(loop: loop.name)
+    }
+
+    /// hiredis: a ready connection went away (the server closed it, a read
+    /// failed). hiredis frees the context after this callback.
+    fileprivate func disconnected(_ context: UnsafePointer<redisAsyncContext>) {
+        guard UnsafePointer(self.context) == context, state != .closed else { return }
+        let message = Self.errorText(context)
+        drop(RedisError(.disconnected, "the Redis connection was lost"), freeContext: false)
+        failed("the Redis connection was lost: \(message.isEmpty ? "closed by the server" : message)")
+    }
+
+    // MARK: Replies and deadlines
+
+    /// hiredis: the reply to the command `sequence` (nil when the context is
+    /// being freed and the command will get none).
+    fileprivate func replied(_ reply: RedisValue?, sequence: UInt, context: UnsafeMutablePointer<redisAsyncContext>) {
+        guard self.context == context, pendingHead < pending.count, pending[pendingHead].sequence == sequence else { return }
+        let entry = pending[pendingHead]
+        pendingHead += 1
+        if pendingHead == pending.count {
+            pending.removeAll(keepingCapacity: true)
+            pendingHead = 0
+        } else if pendingHead >= 64, pendingHead * 2 >= pending.count {
+            pending.removeFirst(pendingHead)
+            pendingHead = 0
+        }
+        if let reply {
+            entry.completion(.success(reply))
+        } else {
+            entry.completion(.failure(RedisError(.disconnected, "the Redis connection was lost")))
+        }
+    }
+
+    /// hiredis: a message on a subscribed channel.
+    fileprivate func message(_ reply: RedisValue, context: UnsafeMutablePointer<redisAsyncContext>) {
+        guard self.context == context, let onMessage else { return }
+        // ["message", channel, payload]; subscribe confirmations are skipped.
+        guard case .array(let parts) = reply, parts.count == 3, parts[0] == .bulk(Array("message".utf8)),
+              let channel = parts[1].bytes, let payload = parts[2].bytes else { return }
+        onMessage(String(decoding: channel, as: UTF8.self), payload)
+    }
+
+    private func armDeadline(at deadline: ContinuousClock.Instant) {
+        deadlineTimer = loop.scheduleTimer(at: deadline) { [self] in
+            deadlineTimer = nil
+            guard pendingHead < pending.count else { return }
+            let head = pending[pendingHead]
+            if head.deadline <= .now {
+                let wasConnecting = state == .connecting
+                drop(RedisError(.timeout, "Redis did not answer within \(endpoint.commandTimeout.milliseconds) ms"), freeContext: true)
+                failed(wasConnecting
+                    ? "connecting to Redis at \(endpoint.host):\(endpoint.port) took over \(endpoint.connectTimeout.milliseconds) ms"
+                    : "Redis did not answer within \(endpoint.commandTimeout.milliseconds) ms (GATEWAY_REDIS_TIMEOUT_MS); reconnecting")
+            } else {
+                armDeadline(at: head.deadline)
+            }
+        }
+    }
+
+    /// Forgets the current context: every outstanding command fails with
+    /// `error`. `freeContext` is false inside hiredis's connect and
+    /// disconnect callbacks, after which hiredis frees it itself.
+    private func drop(_ error: RedisError, freeContext: Bool) {
+        let context = self.context
+        self.context = nil
+        let outstanding = pending[pendingHead...]
+        pending = []
+        pendingHead = 0
+        deadlineTimer?.cancel()
+        deadlineTimer = nil
+        connectTimer?.cancel()
+        connectTimer = nil
+        if let context {
+            // Its callbacks (NULL replies while it is freed) find no owner.
+            context.pointee.data = nil
+            if freeContext { redisAsyncFree(context) }
+        }
+        if state == .ready { droppedReady = true }
+        if state != .closed { state = .idle }
+        for entry in outstanding { entry.completion(.failure(error)) }
+    }
+
+    /// An attempt failed or a connection was lost: tell the observer and
+    /// try again after a jittered exponential backoff (100 ms doubling to
+    /// 5 s), in the background.
+    private func failed(_ message: String) {
+        guard state != .closed else { return }
+        state = .idle
+        let wasReady = droppedReady
+        droppedReady = false
+        observer?.redisConnectionFailed(loop: loop.name, message: message, wasReady: wasReady)
+        failedAttempts += 1
+        let exponent = min(failedAttempts - 1, 6)
+        let base = min(100 << exponent, 5000)
+        let delay = Duration.milliseconds(Int.random(in: base / 2 ... base))
+        retryTimer?.cancel()
+        retryTimer = loop.scheduleTimer(after: delay) { [self] in
+            retryTimer = nil
+            guard state == .idle else { return }
+            connect()
+        }
+    }
+
+    // MARK: C helpers
+
+    private static func subscribe(_ channel: String, on context: UnsafeMutablePointer<redisAsyncContext>) -> Bool {
+        let arguments = [Array("SUBSCRIBE".utf8), Array(channel.utf8)]
+        var flat = arguments[0] + arguments[1] + [0]
+        let lengths = [arguments[0].count, arguments[1].count]
+        return flat.withUnsafeMutableBufferPointer { buffer in
+            let base = UnsafeRawPointer(buffer.baseAddress!)
+            var argv: [UnsafePointer<CChar>?] = [
+                base.assumingMemoryBound(to: CChar.self),
+                base.advanced(by: lengths[0]).assumingMemoryBound(to: CChar.self),
+            ]
+            return argv.withUnsafeMutableBufferPointer { argv in
+                lengths.withUnsafeBufferPointer { argvlen in
+                    redisAsyncCommandArgv(context, redisMessageCallback, nil, 2, argv.baseAddress, argvlen.baseAddress) == REDIS_OK
+                }
+            }
+        }
+    }
+
+    private static func errorText(_ context: UnsafePointer<redisAsyncContext>) -> String {
+        guard let text = context.pointee.errstr else { return "" }
+        return String(cString: text)
+    }
+
+    private static func isNumericAddress(_ host: String) -> Bool {
+        var v4 = in_addr()
+        var v6 = in6_addr()
+        return inet_pton(AF_INET, host, &v4) == 1 || inet_pton(AF_INET6, host, &v6) == 1
+    }
+
+    /// An address of `host`, as text, IPv4 first (Redis commonly binds
+    /// IPv4 only, and `localhost` may list `::1` first); blocking.
+    private static func resolve(_ host: String) -> String? {
+        var hints = addrinfo()
+        hints.ai_family = AF_UNSPEC
+        hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
+        var result: UnsafeMutablePointer<addrinfo>?
+        guard getaddrinfo(host, nil, &hints, &result) == 0, let list = result else { return nil }
+        defer { freeaddrinfo(result) }
+        var first = list
+        var cursor: UnsafeMutablePointer<addrinfo>? = list
+        while let entry = cursor {
+            if entry.pointee.ai_family == AF_INET {
+                first = entry
+                break
+            }
+            cursor = entry.pointee.ai_next
+        }
+        var buffer = [CChar](repeating: 0, count: Int(INET6_ADDRSTRLEN))
+        switch first.pointee.ai_family {
+        case AF_INET:
+            var address = first.pointee.ai_addr.withMemoryRebound(to: sockaddr_in.self, capacity: 1) { $0.pointee.sin_addr }
+            guard inet_ntop(AF_INET, &address, &buffer, socklen_t(buffer.count)) != nil else { return nil }
+        case AF_INET6:
+            var address = first.pointee.ai_addr.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) { $0.pointee.sin6_addr }
+            guard inet_ntop(AF_INET6, &address, &buffer, socklen_t(buffer.count)) != nil else { return nil }
+        default:
+            return nil
+        }
+        return String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    }
+}
+
+extension RedisValue {
+    /// Copies a hiredis reply (which hiredis frees after the callback).
+    init(reply: UnsafePointer<redisReply>) {
+        let reply = reply.pointee
+        switch reply.type {
+        case REDIS_REPLY_STRING:
+            self = .bulk(reply.str.map { Array(UnsafeRawBufferPointer(start: $0, count: reply.len)) } ?? [])
+        case REDIS_REPLY_STATUS:
+            self = .status(reply.str.map { String(decoding: UnsafeRawBufferPointer(start: $0, count: reply.len), as: UTF8.self) } ?? "")
+        case REDIS_REPLY_ERROR:
+            self = .error(reply.str.map { String(decoding: UnsafeRawBufferPointer(start: $0, count: reply.len), as: UTF8.self) } ?? "")
+        case REDIS_REPLY_INTEGER:
+            self = .integer(Int(reply.integer))
+        case REDIS_REPLY_ARRAY:
+            var elements: [RedisValue] = []
+            elements.reserveCapacity(reply.elements)
+            for index in 0..<reply.elements {
+                if let element = reply.element[index] {
+                    elements.append(RedisValue(reply: element))
+                } else {
+                    elements.append(.null)
+                }
+            }
+            self = .array(elements)
+        default:
+            self = .null
+        }
+    }
+}
+
+private func owner(of context: UnsafePointer<redisAsyncContext>) -> RedisConnection? {
+    guard let data = context.pointee.data else { return nil }
+    return Unmanaged<RedisConnection>.fromOpaque(data).takeUnretainedValue()
+}
+
+private func redisReplyCallback(_ context: UnsafeMutablePointer<redisAsyncContext>?, _ reply: UnsafeMutableRawPointer?, _ privdata: UnsafeMutableRawPointer?) {
+    guard let context, let connection = owner(of: context) else { return }
+    let value = reply.map { RedisValue(reply: $0.assumingMemoryBound(to: redisReply.self)) }
+    connection.replied(value, sequence: UInt(bitPattern: privdata), context: context)
+}
+
+private func redisMessageCallback(_ context: UnsafeMutablePointer<redisAsyncContext>?, _ reply: UnsafeMutableRawPointer?, _ privdata: UnsafeMutableRawPointer?) {
+    guard let context, let reply, let connection = owner(of: context) else { return }
+    connection.message(RedisValue(reply: reply.assumingMemoryBound(to: redisReply.self)), context: context)
+}
+
+private func redisConnectCallback(_ context: UnsafePointer<redisAsyncContext>?, _ status: Int32) {
+    guard let context, let connection = owner(of: context) else { return }
+    connection.connected(context, ok: status == REDIS_OK)
+}
+
+private func redisDisconnectCallback(_ context: UnsafePointer<redisAsyncContext>?, _ status: Int32) {
+    guard let context, let connection = owner(of: context) else { return }
+    connection.disconnected(context)
+}
+
+extension Duration {
+    /// Whole milliseconds, for messages.
+    var milliseconds: Int64 {
+        let (seconds, attoseconds) = components
+        return seconds * 1000 + attoseconds / 1_000_000_000_000_000
+    }
+}

@@ -1,0 +1,107 @@
+import JSONRPC
+import ProductsDomain
+
+/// One identifier's answer as the shared tier stores it in Redis: the
+/// product's ready JSON bytes (or "unknown"), with its freshness and stale
+/// windows, so a replica that reads it keeps it in memory for the rest of
+/// its time.
+///
+/// The format is versioned in the key (``SharedTierKeys``) and checked by a
+/// magic in the value, so a format change never reads an old entry wrongly
+/// and bytes someone else wrote are ignored:
+///
+///     "OGW1" | fresh-until (Unix ms, 8 bytes BE) | stale-if-error s (4 BE)
+///            | stale-while-revalidate s (4 BE) | "P" + product JSON, or "U"
+struct SharedCacheEntry: Equatable, Sendable {
+    var answer: ProductAnswer
+    /// Wall-clock end of freshness, Unix milliseconds (replicas share the
+    /// wall clock, not a monotonic one).
+    var freshUntilUnixMS: Int64
+    var staleIfErrorSeconds: Int32
+    var revalidateSeconds: Int32
+
+    static let magic: [UInt8] = Array("OGW1".utf8)
+    static let headerCount = 4 + 8 + 4 + 4 + 1
+
+    /// Milliseconds the entry may still serve in some way (fresh or one of
+    /// its stale windows) from `freshUntilUnixMS`: the key's `PX`.
+    func keepMilliseconds(nowUnixMS: Int64) -> Int64 {
+        freshUntilUnixMS - nowUnixMS + Int64(max(staleIfErrorSeconds, revalidateSeconds)) * 1000
+    }
+
+    var encoded: [UInt8] {
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(Self.headerCount + (answer.product?.bytes.count ?? 0))
+        bytes.append(contentsOf: Self.magic)
+        withUnsafeBytes(of: freshUntilUnixMS.bigEndian) { bytes.append(contentsOf: $0) }
+        withUnsafeBytes(of: staleIfErrorSeconds.bigEndian) { bytes.append(contentsOf: $0) }
+        withUnsafeBytes(of: revalidateSeconds.bigEndian) { bytes.append(contentsOf: $0) }
+        switch answer {
+        case .product(let product):
+            bytes.append(UInt8(ascii: "P"))
+            bytes.append(contentsOf: product.bytes)
+        case .unknown:
+            bytes.append(UInt8(ascii: "U"))
+        }
+        return bytes
+    }
+
+    /// Reads an entry for `identifier`; nil for anything that is not one
+    /// this format wrote: a wrong magic or length, negative windows, a
+    /// product that does not start as the gateway writes a product of
+    /// `identifier` (`{"productIdentifier":"…",`), or whose bytes are not
+    /// exactly what ``JSONWriter`` writes (``EncodedJSON/init(validating:maxDepth:)``,
+    /// one pass, no tree): what is spliced into an answer is always one valid
+    /// JSON value, whatever Redis held.
+    init?(decoding bytes: [UInt8], identifier: String) {
+        guard bytes.count >= Self.headerCount, bytes.starts(with: Self.magic) else { return nil }
+        func integer<T: FixedWidthInteger>(_ type: T.Type, at offset: Int) -> T {
+            var value: T = 0
+            for byte in bytes[offset..<(offset + MemoryLayout<T>.size)] { value = value << 8 | T(truncatingIfNeeded: byte) }
+            return value
+        }
+        freshUntilUnixMS = integer(Int64.self, at: 4)
+        staleIfErrorSeconds = integer(Int32.self, at: 12)
+        revalidateSeconds = integer(Int32.self, at: 16)
+        guard staleIfErrorSeconds >= 0, revalidateSeconds >= 0 else { return nil }
+        switch bytes[20] {
+        case UInt8(ascii: "U"):
+            guard bytes.count == Self.headerCount else { return nil }
+            answer = .unknown
+        case UInt8(ascii: "P"):
+            let payload = Array(bytes[Self.headerCount...])
+            guard Self.payload(payload, answers: identifier), let product = EncodedJSON(validating: payload, maxDepth: 16) else { return nil }
+            answer = .product(product)
+        default:
+            return nil
+        }
+    }
+
+    /// Whether `payload` begins as ``Product/encoded`` writes the product of
+    /// `identifier` (identifiers need no escapes: `A-Z a-z 0-9 . _ -`).
+    static func payload(_ payload: [UInt8], answers identifier: String) -> Bool {
+        let head = Array(#"{"productIdentifier":""#.utf8) + Array(identifier.utf8) + [UInt8(ascii: "\"")]
+        guard payload.count > head.count, payload.starts(with: head) else { return false }
+        let next = payload[head.count]
+        return next == UInt8(ascii: ",") || next == UInt8(ascii: "}")
+    }
+
+    init(answer: ProductAnswer, freshUntilUnixMS: Int64, staleIfErrorSeconds: Int32, revalidateSeconds: Int32) {
+        self.answer = answer
+        self.freshUntilUnixMS = freshUntilUnixMS
+        self.staleIfErrorSeconds = staleIfErrorSeconds
+        self.revalidateSeconds = revalidateSeconds
+    }
+}
+
+/// The keys the shared tier writes, all under `GATEWAY_REDIS_PREFIX`, with
+/// the format version in them.
+struct SharedTierKeys: Sendable {
+    let prefix: String
+
+    /// `{prefix}v1:p:{app}:{country}:{language or -}:{identifier}`: the
+    /// fields after the app have no `:`, so a key names one scope.
+    func entry(_ scope: FetchScope, _ identifier: String) -> [UInt8] {
+        Array("\(prefix)v1:p:\(scope.appID):\(scope.country.text):\(scope.language?.text ?? "-"):\(identifier)".utf8)
+    }
+}

@@ -1,0 +1,71 @@
+@testable import GatewayService
+import JSONRPC
+import ProductsDomain
+import Testing
+
+/// The shared tier's value format and keys, without Redis.
+@Suite("Shared cache entries")
+struct SharedCacheEntryTests {
+    static let scope = FetchScope(appID: "demo", country: CountryCode("DE")!, language: LanguageTag("pt-BR"))
+
+    static var product: EncodedJSON {
+        let page = Catalog.sample.page(ids: ["premium_monthly"], country: scope.country, language: nil)
+        return SourcePage(page: page, maxAgeSeconds: 30).encodedProducts["premium_monthly"]!
+    }
+
+    @Test func anEntryReadsBackAsWritten() {
+        let product = SharedCacheEntry(answer: .product(Self.product), freshUntilUnixMS: 1_800_000_000_123, staleIfErrorSeconds: 30, revalidateSeconds: 7)
+        #expect(SharedCacheEntry(decoding: product.encoded, identifier: "premium_monthly") == product)
+        let unknown = SharedCacheEntry(answer: .unknown, freshUntilUnixMS: 42, staleIfErrorSeconds: 0, revalidateSeconds: 0)
+        #expect(SharedCacheEntry(decoding: unknown.encoded, identifier: "anything") == unknown)
+        #expect(unknown.encoded.count == SharedCacheEntry.headerCount)
+    }
+
+    @Test func whatThisFormatDidNotWriteIsIgnored() {
+        let good = SharedCacheEntry(answer: .product(Self.product), freshUntilUnixMS: 1, staleIfErrorSeconds: 0, revalidateSeconds: 0).encoded
+        // Another identifier's product, a truncated one, a wrong magic, a
+        // negative window, an unknown kind, trailing bytes after "U".
+        #expect(SharedCacheEntry(decoding: good, identifier: "coins_100") == nil)
+        #expect(SharedCacheEntry(decoding: Array(good.dropLast()), identifier: "premium_monthly") == nil)
+        #expect(SharedCacheEntry(decoding: Array("OGW2".utf8) + good.dropFirst(4), identifier: "premium_monthly") == nil)
+        var negative = good
+        negative[12] = 0xFF
+        #expect(SharedCacheEntry(decoding: negative, identifier: "premium_monthly") == nil)
+        var kind = good
+        kind[20] = UInt8(ascii: "X")
+        #expect(SharedCacheEntry(decoding: kind, identifier: "premium_monthly") == nil)
+        let unknown = SharedCacheEntry(answer: .unknown, freshUntilUnixMS: 1, staleIfErrorSeconds: 0, revalidateSeconds: 0).encoded
+        #expect(SharedCacheEntry(decoding: unknown + [0x20], identifier: "x") == nil)
+        #expect(SharedCacheEntry(decoding: Array("garbage".utf8), identifier: "x") == nil)
+        #expect(SharedCacheEntry(decoding: [], identifier: "x") == nil)
+    }
+
+    /// Only the writer's own form of a product is taken: valid JSON that
+    /// the gateway would not have written (spaces, another escape, a broken
+    /// tail) is ignored, so what is spliced is always one valid value.
+    @Test func onlyTheWritersFormOfAProductIsTaken() {
+        let header = Array(SharedCacheEntry(answer: .unknown, freshUntilUnixMS: 1, staleIfErrorSeconds: 0, revalidateSeconds: 0).encoded.dropLast())
+        func entry(_ json: String) -> SharedCacheEntry? {
+            SharedCacheEntry(decoding: header + [UInt8(ascii: "P")] + Array(json.utf8), identifier: "x")
+        }
+        #expect(entry(#"{"productIdentifier":"x","t":"a\nb"}"#)?.answer.product?.text == #"{"productIdentifier":"x","t":"a\nb"}"#)
+        #expect(entry(#"{"productIdentifier":"x"}"#) != nil)
+        #expect(entry(#"{ "productIdentifier" : "x" }"#) == nil)
+        #expect(entry(#"{"productIdentifier":"x","t":"\/"}"#) == nil)
+        #expect(entry(#"{"productIdentifier":"x","t":"#) == nil)
+        #expect(entry(#"{"productIdentifier":"xy"}"#) == nil)
+        #expect(entry(#"{"t":1,"productIdentifier":"x"}"#) == nil)
+    }
+
+    @Test func keepTimeIsFreshnessPlusTheLongerStaleWindow() {
+        let entry = SharedCacheEntry(answer: .unknown, freshUntilUnixMS: 10_000, staleIfErrorSeconds: 3, revalidateSeconds: 5)
+        #expect(entry.keepMilliseconds(nowUnixMS: 4_000) == 11_000)
+    }
+
+    @Test func keysAreVersionedAndUnderThePrefix() {
+        let keys = SharedTierKeys(prefix: "gw:")
+        #expect(String(decoding: keys.entry(Self.scope, "coins_100"), as: UTF8.self) == "gw:v1:p:demo:DE:pt-BR:coins_100")
+        let noLanguage = FetchScope(appID: "demo", country: CountryCode("FR")!, language: nil)
+        #expect(String(decoding: keys.entry(noLanguage, "a.b"), as: UTF8.self) == "gw:v1:p:demo:FR:-:a.b")
+    }
+}

@@ -1,0 +1,125 @@
+import Foundation
+import Testing
+
+/// Coalescing across replicas against a real `redis-server`: N replicas
+/// under a herd of identical calls cost the upstream one round of calls;
+/// the outcome, success or failure, cacheable or not, reaches every
+/// replica; a dead replica's claim lapses and is taken over; a wait never
+/// outlives the call's deadline.
+@Suite("Coalescing across replicas", .serialized)
+struct SharedCoalescingTests {
+    static let ids = ["premium_monthly", "coins_100", "unknown_herd"]
+
+    /// `calls` identical calls spread over the replicas, all at once.
+    static func herd(_ gateways: [RunningGateway], calls: Int, ids: [String] = ids) async throws -> [FetchAnswer] {
+        try await withThrowingTaskGroup(of: FetchAnswer.self) { group in
+            for index in 0..<calls {
+                let gateway = gateways[index % gateways.count]
+                group.addTask { try await gateway.fetchProducts(ids) }
+            }
+            return try await group.reduce(into: []) { $0.append($1) }
+        }
+    }
+
+    @Test(arguments: [2, 3])
+    func replicasUnderAHerdCostOneUpstreamCall(replicas: Int) async throws {
+        try await SharedTierScenario.run(replicas: replicas) { upstream, gateways, redis in
+            upstream.upstream.setCacheControl("max-age=30")
+            upstream.upstream.setStandingFault(.delay(milliseconds: 300))
+            let answers = try await Self.herd(gateways, calls: 10 * replicas)
+            #expect(upstream.upstream.requests.count == 1)
+            #expect(answers.allSatisfy { $0.productIDs == ["premium_monthly", "coins_100"] && $0.invalidIDs == ["unknown_herd"] })
+            #expect(Set(answers.map { $0.result?.serialized() ?? [] }).count == 1)
+            // The claims are gone; every key left expires.
+            try await UpstreamScenario.waitFor("the stores") { (try? redis.keys("test-gw:*").count) == 3 }
+            for key in try redis.keys("test-gw:*") {
+                #expect(key.hasPrefix("test-gw:v1:p:"))
+                #expect((Int(try redis.cli("PTTL", key)) ?? -1) > 0, "\(key) has no expiry")
+            }
+        }
+    }
+
+    /// Redis killed, or stalled, while replicas wait on a claim: the waits
+    /// end (the subscriber drops; a probe times out) and every call is
+    /// still answered, each replica fetching for itself.
+    @Test(arguments: ["kill", "stall"])
+    func losingRedisMidHerdStillAnswersEveryCall(how: String) async throws {
+        try await SharedTierScenario.run(replicas: 2, environment: ["GATEWAY_REDIS_TIMEOUT_MS": "50"]) { upstream, gateways, redis in
+            upstream.upstream.setCacheControl("max-age=30")
+            upstream.upstream.setStandingFault(.delay(milliseconds: 1500))
+            async let answers = Self.herd(gateways, calls: 10)
+            try await UpstreamScenario.waitFor("the claimer's upstream call") { upstream.upstream.requests.count == 1 }
+            try await Task.sleep(for: .milliseconds(100))
+            var sleeper: Process?
+            if how == "kill" { redis.kill() } else { sleeper = try redis.cliInBackground("DEBUG", "SLEEP", "8") }
+            let all = try await answers
+            // Every call answered (none `cancelled` at its 5 s deadline),
+            // and a stall did not hold them: Redis still sleeps.
+            #expect(all.allSatisfy { $0.productIDs == ["premium_monthly", "coins_100"] })
+            if let sleeper { #expect(sleeper.isRunning) }
+            // (Killed with the server when the scenario ends.)
+            #expect(upstream.upstream.requests.count <= 2)
+        }
+    }
+
+    /// No `max-age`: nothing is stored, yet the waiting replicas get the
+    /// products from the published outcome.
+    @Test func anUncacheableSuccessIsSharedToo() async throws {
+        try await SharedTierScenario.run(replicas: 3) { upstream, gateways, redis in
+            upstream.upstream.setCacheControl(nil)
+            // Long enough that every replica finds the claim: nothing is
+            // stored for a latecomer to find.
+            upstream.upstream.setStandingFault(.delay(milliseconds: 800))
+            let answers = try await Self.herd(gateways, calls: 12)
+            #expect(upstream.upstream.requests.count == 1)
+            #expect(answers.allSatisfy { $0.productIDs == ["premium_monthly", "coins_100"] })
+            #expect(try redis.keys("test-gw:v1:p:*").isEmpty)
+            // Claims are released when the fetch ends.
+            #expect(try redis.keys("test-gw:v1:c:*").isEmpty)
+        }
+    }
+
+    /// The claimer's failure (after its retries) is every replica's answer;
+    /// only the claimer asked the upstream.
+    @Test func aFailureIsSharedAcrossReplicas() async throws {
+        try await SharedTierScenario.run(replicas: 2, environment: ["UPSTREAM_RETRIES": "1"]) { upstream, gateways, redis in
+            upstream.upstream.setStandingFault(.status(503))
+            let answers = try await Self.herd(gateways, calls: 10)
+            #expect(answers.allSatisfy { $0.reason == "serviceUnavailable" })
+            #expect(upstream.upstream.requests.count == 2)
+            #expect(try redis.keys("test-gw:*").isEmpty)
+            // Failures are not kept: the next call asks again.
+            upstream.upstream.setStandingFault(nil)
+            #expect(try await gateways[1].fetchProducts(Self.ids).productIDs == ["premium_monthly", "coins_100"])
+            #expect(upstream.upstream.requests.count == 3)
+        }
+    }
+
+    /// A claim whose replica died (written here by hand, never released)
+    /// lapses; the waiting replica then claims and fetches itself.
+    @Test func aDeadReplicasClaimLapsesAndIsTakenOver() async throws {
+        try await SharedTierScenario.run(replicas: 1, environment: ["UPSTREAM_TIMEOUT_MS": "400", "UPSTREAM_RETRIES": "0"]) { upstream, gateways, redis in
+            upstream.upstream.setCacheControl("max-age=30")
+            try redis.cli("SET", "test-gw:v1:c:demo:DE:-:premium_monthly", "dead-replica", "PX", "1000")
+            let started = ContinuousClock.now
+            let answer = try await gateways[0].fetchProducts(["premium_monthly"])
+            let took = ContinuousClock.now - started
+            #expect(answer.productIDs == ["premium_monthly"])
+            #expect(upstream.upstream.requests.count == 1)
+            #expect(took >= .milliseconds(700), "took \(took)")
+        }
+    }
+
+    /// Waiting for another replica never outlives the call's own deadline.
+    @Test func aWaitEndsWithTheCallsDeadline() async throws {
+        try await SharedTierScenario.run(replicas: 1, environment: ["GATEWAY_REQUEST_TIMEOUT_MS": "600"]) { upstream, gateways, redis in
+            try redis.cli("SET", "test-gw:v1:c:demo:DE:-:coins_100", "dead-replica", "PX", "20000")
+            let started = ContinuousClock.now
+            let answer = try await gateways[0].fetchProducts(["coins_100"])
+            let took = ContinuousClock.now - started
+            #expect(answer.reason == "cancelled")
+            #expect(took < .milliseconds(3000), "took \(took)")
+            #expect(upstream.upstream.requests.isEmpty)
+        }
+    }
+}

@@ -1,0 +1,227 @@
+import Foundation
+import Testing
+
+/// The shared tier against a real `redis-server`: what one replica fetched
+/// the others answer from Redis, every key expires, and Redis failing
+/// (down, killed, stalled, garbage, a wrong password) changes nothing but
+/// speed.
+@Suite("Shared tier (Redis)", .serialized)
+struct SharedTierTests {
+    static let ids = ["premium_monthly", "coins_100", "unknown_cached"]
+
+    @Test func aReplicaAnswersWhatAnotherFetchedAndKeepsItInMemory() async throws {
+        try await SharedTierScenario.run { upstream, gateways, redis in
+            upstream.upstream.setCacheControl("max-age=30")
+            let first = try await gateways[0].fetchProducts(Self.ids)
+            #expect(first.productIDs == ["premium_monthly", "coins_100"])
+            #expect(upstream.upstream.requests.count == 1)
+            // The stores are pipelined after the answer; wait for them.
+            try await UpstreamScenario.waitFor("three stored keys") { (try? redis.keys("test-gw:*").count) == 3 }
+
+            let second = try await gateways[1].fetchProducts(Self.ids)
+            #expect(second.result == first.result)
+            #expect(upstream.upstream.requests.count == 1)
+            #expect(try await gateways[1].metricValue("gateway_shared_cache_hits_total") == 3)
+            #expect(try await gateways[1].metricValue("gateway_cache_hits_total") == 0)
+
+            // Kept in memory for the rest of its time: no second MGET.
+            #expect(try await gateways[1].fetchProducts(Self.ids).result == first.result)
+            #expect(try await gateways[1].metricValue("gateway_cache_hits_total") == 3)
+            #expect(try await gateways[1].metricValue("gateway_shared_cache_hits_total") == 3)
+            #expect(try await gateways[1].metricValue("gateway_shared_cache_errors_total") == 0)
+            #expect(try await gateways[0].metricValue("gateway_shared_cache_errors_total") == 0)
+        }
+    }
+
+    /// Every key has a time to live: the entry's freshness (capped by
+    /// `GATEWAY_CACHE_MAX_TTL_S`) plus its stale window (capped by
+    /// `GATEWAY_CACHE_MAX_STALE_S`), under the prefix, versioned.
+    @Test func everyKeyExpiresWhenTheEntryMayNoLongerAnswer() async throws {
+        try await SharedTierScenario.run(replicas: 1, environment: ["GATEWAY_CACHE_MAX_TTL_S": "20", "GATEWAY_CACHE_MAX_STALE_S": "7"]) { upstream, gateways, redis in
+            upstream.upstream.setCacheControl("max-age=30, stale-if-error=60")
+            _ = try await gateways[0].fetchProducts(Self.ids, language: "de")
+            try await UpstreamScenario.waitFor("three stored keys") { (try? redis.keys("test-gw:*").count) == 3 }
+            let keys = try redis.keys("test-gw:*")
+            #expect(keys == [
+                "test-gw:v1:p:demo:DE:de:coins_100", "test-gw:v1:p:demo:DE:de:premium_monthly", "test-gw:v1:p:demo:DE:de:unknown_cached",
+            ])
+            for key in keys {
+                let ttl = try #require(Int(try redis.cli("PTTL", key)))
+                #expect(ttl > 25_000 && ttl <= 27_000, "\(key): \(ttl) ms")
+            }
+        }
+    }
+
+    /// `GATEWAY_CACHE_MAX_TTL_S=0`: nothing is reused, from Redis either.
+    @Test func aZeroMaxTTLNeitherStoresNorReads() async throws {
+        try await SharedTierScenario.run(environment: ["GATEWAY_CACHE_MAX_TTL_S": "0"]) { upstream, gateways, redis in
+            upstream.upstream.setCacheControl("max-age=30")
+            _ = try await gateways[0].fetchProducts(Self.ids)
+            _ = try await gateways[1].fetchProducts(Self.ids)
+            #expect(upstream.upstream.requests.count == 2)
+            #expect(try redis.keys("test-gw:v1:p:*").isEmpty)
+            #expect(try await gateways[1].metricValue("gateway_shared_cache_hits_total") == 0)
+        }
+    }
+
+    @Test func nothingIsStoredWithoutMaxAge() async throws {
+        try await SharedTierScenario.run { upstream, gateways, redis in
+            upstream.upstream.setCacheControl("no-store")
+            _ = try await gateways[0].fetchProducts(Self.ids)
+            _ = try await gateways[1].fetchProducts(Self.ids)
+            #expect(upstream.upstream.requests.count == 2)
+            #expect(try redis.keys("test-gw:*").isEmpty)
+        }
+    }
+
+    /// An entry carries its stale windows to the other replicas: one that
+    /// never fetched answers from it after expiry when the upstream fails
+    /// (`stale-if-error`), or at once while refreshing it
+    /// (`stale-while-revalidate`).
+    @Test(arguments: ["max-age=1, stale-if-error=30", "max-age=1, stale-while-revalidate=30"])
+    func staleWindowsTravelThroughTheSharedTier(cacheControl: String) async throws {
+        try await SharedTierScenario.run(environment: ["UPSTREAM_RETRIES": "0"]) { upstream, gateways, redis in
+            upstream.upstream.setCacheControl(cacheControl)
+            let first = try await gateways[0].fetchProducts(Self.ids)
+            try await UpstreamScenario.waitFor("three stored keys") { (try? redis.keys("test-gw:v1:p:*").count) == 3 }
+            try await Task.sleep(for: .milliseconds(1200))
+            upstream.upstream.setStandingFault(.status(503))
+            let stale = try await gateways[1].fetchProducts(Self.ids)
+            #expect(stale.error == nil)
+            #expect(stale.result == first.result)
+            #expect(try await gateways[1].metricValue("gateway_stale_identifiers_total") == 3)
+            #expect(try await gateways[1].metricValue("gateway_shared_cache_hits_total") == 0)
+        }
+    }
+
+    /// Bytes that are not an entry (someone else's, or a damaged one) are
+    /// ignored and counted; the replica asks the upstream.
+    @Test func garbageOverTheKeysIsIgnored() async throws {
+        try await SharedTierScenario.run { upstream, gateways, redis in
+            upstream.upstream.setCacheControl("max-age=30")
+            let first = try await gateways[0].fetchProducts(Self.ids)
+            try await UpstreamScenario.waitFor("three stored keys") { (try? redis.keys("test-gw:*").count) == 3 }
+            let keys = try redis.keys("test-gw:*")
+            try redis.cli("SET", keys[0], "garbage")
+            try redis.cli("SET", keys[1], "OGW1\u{0}\u{0}\u{0}\u{0}\u{0}\u{0}\u{0}\u{0}\u{0}\u{0}\u{0}\u{0}\u{0}\u{0}\u{0}\u{0}P{\"not\":\"it\"}")
+            try redis.cli("LPUSH", "\(keys[2])-list", "x")
+            try redis.cli("RENAME", "\(keys[2])-list", keys[2])
+
+            let second = try await gateways[1].fetchProducts(Self.ids)
+            #expect(second.result == first.result)
+            #expect(upstream.upstream.requests.count == 2)
+            #expect(try await gateways[1].metricValue("gateway_shared_cache_hits_total") == 0)
+            // MGET answers nil for the list (a key of another type): a
+            // miss, not an error; the two strings do not parse.
+            #expect(try await gateways[1].metricValue("gateway_shared_cache_errors_total") == 2)
+            // The replica's own store overwrote all three.
+            try await UpstreamScenario.waitFor("the keys rewritten") {
+                (try? redis.cli("TYPE", keys[2])) == "string" && (try? redis.cli("STRLEN", keys[0])) != "7"
+            }
+        }
+    }
+
+    /// No Redis at all: calls are answered as without the tier, readiness
+    /// does not wait for it, errors are counted and logged at most once per
+    /// 10 s.
+    @Test func anUnreachableRedisChangesNothingButTheCounters() async throws {
+        let upstream = try RunningUpstream.start()
+        defer { upstream.stop() }
+        let gateway = try RunningGateway.start(upstream.gatewayEnvironment([
+            "GATEWAY_REDIS_URL": "redis://:hunter2-secret@127.0.0.1:\(try RedisServer.unusedPort())",
+        ]))
+        upstream.upstream.setCacheControl("max-age=30")
+        #expect(try await TestHTTP.get(port: gateway.port, path: "/readyz").status == 200)
+        for index in 0..<5 {
+            let answer = try await gateway.fetchProducts(["premium_monthly", "unknown_\(index)"])
+            #expect(answer.productIDs == ["premium_monthly"])
+        }
+        #expect(upstream.upstream.requests.count == 5)
+        #expect(try await gateway.metricValue("gateway_shared_cache_errors_total") ?? 0 >= 5)
+        #expect(try await gateway.metricValue("gateway_shared_tier_connections") == 0)
+        let warnings = gateway.logs.all.filter { $0.contains("shared tier") && $0.contains("warning") }
+        #expect(warnings.count >= 1 && warnings.count <= 2)
+        #expect(!gateway.logs.all.contains { $0.contains("hunter2-secret") })
+        await gateway.stop()
+    }
+
+    @Test func aRefusedPasswordIsLoggedWithoutIt() async throws {
+        try await SharedTierScenario.run(replicas: 1, password: "right-password-123", environment: [:], waitForRedis: false) { upstream, gateways, redis in
+            _ = gateways
+            let gateway = try RunningGateway.start(upstream.gatewayEnvironment([
+                "GATEWAY_REDIS_URL": "redis://:wrong-password-456@127.0.0.1:\(redis.port)",
+            ]))
+            upstream.upstream.setCacheControl("max-age=30")
+            try await UpstreamScenario.waitFor("the refusal to be logged") {
+                gateway.logs.all.contains { $0.contains("Redis refused AUTH") }
+            }
+            #expect(try await gateway.fetchProducts(Self.ids).productIDs == ["premium_monthly", "coins_100"])
+            #expect(!gateway.logs.all.contains { $0.contains("wrong-password-456") || $0.contains("right-password-123") })
+            await gateway.stop()
+        }
+    }
+
+    /// `GATEWAY_REDIS_PASSWORD_FILE`, with the trailing newline a Secret or
+    /// `echo` writes.
+    @Test func thePasswordCanComeFromAFile() async throws {
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("redis-password-\(UUID().uuidString)")
+        try "file-password-789\n".write(to: file, atomically: true, encoding: .utf8)
+        defer { try? FileManager.default.removeItem(at: file) }
+        let redis = try await RedisServer.start(password: "file-password-789")
+        defer { redis.stop() }
+        try await SharedTierScenario.run(environment: [
+            "GATEWAY_REDIS_URL": redis.url(withPassword: false), "GATEWAY_REDIS_PASSWORD_FILE": file.path,
+        ]) { upstream, gateways, _ in
+            upstream.upstream.setCacheControl("max-age=30")
+            let first = try await gateways[0].fetchProducts(Self.ids)
+            try await UpstreamScenario.waitFor("three stored keys") { (try? redis.keys("test-gw:*").count) == 3 }
+            #expect(try await gateways[1].fetchProducts(Self.ids).result == first.result)
+            #expect(upstream.upstream.requests.count == 1)
+            #expect(!gateways[0].logs.all.contains { $0.contains("file-password-789") })
+        }
+    }
+
+    /// Redis killed while calls flow: every call is still answered; once it
+    /// is back (empty), the replicas reconnect on their own and share again.
+    @Test func redisKilledAndRestartedMidTraffic() async throws {
+        try await SharedTierScenario.run { upstream, gateways, redis in
+            upstream.upstream.setCacheControl("max-age=30")
+            _ = try await gateways[0].fetchProducts(["premium_monthly"])
+            redis.kill()
+            for index in 0..<10 {
+                let answer = try await gateways[index % 2].fetchProducts(["coins_100", "killed_\(index)"])
+                #expect(answer.productIDs == ["coins_100"])
+                #expect(answer.invalidIDs == ["killed_\(index)"])
+            }
+            #expect(try await TestHTTP.get(port: gateways[0].port, path: "/readyz").status == 200)
+            try await redis.restart()
+            for gateway in gateways { try await gateway.waitForSharedTier() }
+            let before = upstream.upstream.requests.count
+            let fetched = try await gateways[0].fetchProducts(["restarted_1"])
+            try await UpstreamScenario.waitFor("the stored key") { (try? redis.keys("test-gw:*").count) == 1 }
+            #expect(try await gateways[1].fetchProducts(["restarted_1"]).result == fetched.result)
+            #expect(upstream.upstream.requests.count == before + 1)
+        }
+    }
+
+    /// A stalled Redis (`DEBUG SLEEP`) costs a call at most the Redis
+    /// timeout: the lookup gives up, the call goes upstream, and the answer
+    /// is in while Redis still sleeps.
+    @Test func aStalledRedisCostsAtMostItsTimeout() async throws {
+        try await SharedTierScenario.run(environment: ["GATEWAY_REDIS_TIMEOUT_MS": "100"]) { upstream, gateways, redis in
+            upstream.upstream.setCacheControl("max-age=30")
+            _ = try await gateways[0].fetchProducts(["premium_monthly"])
+            let sleeper = try redis.cliInBackground("DEBUG", "SLEEP", "4")
+            try await Task.sleep(for: .milliseconds(100))
+            let answer = try await gateways[1].fetchProducts(["coins_100"])
+            #expect(answer.productIDs == ["coins_100"])
+            #expect(sleeper.isRunning)
+            #expect(try await gateways[1].metricValue("gateway_shared_cache_errors_total") ?? 0 >= 1)
+            sleeper.waitUntilExit()
+            // Back to normal once the stall is over.
+            try await gateways[1].waitForSharedTier()
+            #expect(try await gateways[1].fetchProducts(["premium_monthly"]).productIDs == ["premium_monthly"])
+            #expect(try await gateways[1].metricValue("gateway_shared_cache_hits_total") == 1)
+        }
+    }
+}

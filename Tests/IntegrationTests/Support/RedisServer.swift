@@ -1,0 +1,158 @@
+import Foundation
+import Synchronization
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A real `redis-server` (Debian's package) on a free port of 127.0.0.1,
+/// started by the test and killed with it: the shared tier is never tested
+/// against a mock of Redis. `redis-cli` reads and writes keys around the
+/// gateway (garbage, TTLs, `DEBUG SLEEP`).
+final class RedisServer: Sendable {
+    let port: Int
+    let password: String?
+    private let process = Mutex<Process?>(nil)
+
+    private init(port: Int, password: String?) {
+        self.port = port
+        self.password = password
+    }
+
+    deinit {
+        process.withLock { $0?.terminate() }
+    }
+
+    /// Starts a server and waits until it answers `PING`.
+    static func start(password: String? = nil) async throws -> RedisServer {
+        let server = RedisServer(port: try freePort(), password: password)
+        try await server.launch()
+        return server
+    }
+
+    /// A port nothing listens on (the server is not started): for a tier
+    /// that can never connect.
+    static func unusedPort() throws -> Int { try freePort() }
+
+    /// `GATEWAY_REDIS_URL` for this server; `withPassword` puts the
+    /// password in the URL.
+    func url(withPassword: Bool = true, database: Int = 0) -> String {
+        if withPassword, let password { return "redis://:\(password)@127.0.0.1:\(port)/\(database)" }
+        return "redis://127.0.0.1:\(port)/\(database)"
+    }
+
+    private func launch() async throws {
+        let child = Process()
+        child.executableURL = URL(fileURLWithPath: try Self.binary("redis-server"))
+        var arguments = [
+            "--port", "\(port)", "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+            "--enable-debug-command", "yes", "--loglevel", "warning", "--dir", NSTemporaryDirectory(),
+        ]
+        if let password { arguments += ["--requirepass", password] }
+        child.arguments = arguments
+        child.standardOutput = FileHandle.nullDevice
+        child.standardError = FileHandle.nullDevice
+        try child.run()
+        process.withLock { $0 = child }
+        let deadline = ContinuousClock.now + .seconds(10)
+        while (try? cli("PING")) != "PONG" {
+            guard ContinuousClock.now < deadline else { throw TestHTTPError("redis-server on port \(port) did not start") }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+    }
+
+    /// Kills the server at once (SIGKILL): connections drop without a word.
+    func kill() {
+        let child = process.withLock { current -> Process? in
+            defer { current = nil }
+            return current
+        }
+        guard let child else { return }
+        Glibc.kill(child.processIdentifier, SIGKILL)
+        child.waitUntilExit()
+    }
+
+    /// Starts it again on the same port (empty: nothing is saved).
+    func restart() async throws {
+        kill()
+        try await launch()
+    }
+
+    func stop() { kill() }
+
+    /// Runs `redis-cli` with `arguments` and returns its output, trimmed.
+    @discardableResult
+    func cli(_ arguments: String...) throws -> String {
+        try cli(arguments)
+    }
+
+    func cli(_ arguments: [String]) throws -> String {
+        let child = Process()
+        child.executableURL = URL(fileURLWithPath: try Self.binary("redis-cli"))
+        var all = ["-h", "127.0.0.1", "-p", "\(port)"]
+        if let password { all += ["-a", password, "--no-auth-warning"] }
+        child.arguments = all + arguments
+        let output = Pipe()
+        child.standardOutput = output
+        child.standardError = FileHandle.nullDevice
+        try child.run()
+        let data = output.fileHandleForReading.readDataToEndOfFile()
+        child.waitUntilExit()
+        return String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+    }
+
+    /// Starts `redis-cli` with `arguments` without waiting for it (a
+    /// `DEBUG SLEEP` that stalls the server).
+    func cliInBackground(_ arguments: String...) throws -> Process {
+        let child = Process()
+        child.executableURL = URL(fileURLWithPath: try Self.binary("redis-cli"))
+        var all = ["-h", "127.0.0.1", "-p", "\(port)"]
+        if let password { all += ["-a", password, "--no-auth-warning"] }
+        child.arguments = all + arguments
+        child.standardOutput = FileHandle.nullDevice
+        child.standardError = FileHandle.nullDevice
+        try child.run()
+        return child
+    }
+
+    /// Every key under `pattern`.
+    func keys(_ pattern: String) throws -> [String] {
+        try cli("--scan", "--pattern", pattern).split(separator: "\n").map(String.init).filter { !$0.isEmpty }.sorted()
+    }
+
+    private static func binary(_ name: String) throws -> String {
+        for directory in ["/usr/bin", "/usr/local/bin", "/usr/sbin"] where FileManager.default.isExecutableFile(atPath: "\(directory)/\(name)") {
+            return "\(directory)/\(name)"
+        }
+        throw TestHTTPError("\(name) is not installed (apt-get install redis-server)")
+    }
+
+    private static func freePort() throws -> Int {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { throw TestHTTPError("socket failed") }
+        defer { close(fd) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        address.sin_port = 0
+        let bound = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        guard bound == 0 else { throw TestHTTPError("bind failed") }
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let named = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
+        }
+        guard named == 0 else { throw TestHTTPError("getsockname failed") }
+        return Int(UInt16(bigEndian: address.sin_port))
+    }
+}
+
+extension RunningGateway {
+    /// Waits until every loop's Redis connection is ready
+    /// (`gateway_shared_tier_connections` equals the workers).
+    func waitForSharedTier(connections: Int = 2) async throws {
+        try await UpstreamScenario.waitFor("the shared tier to connect") {
+            (try? await metricValue("gateway_shared_tier_connections")) == Double(connections)
+        }
+    }
+}

@@ -1,0 +1,37 @@
+import Foundation
+import Testing
+
+/// One TLS test upstream, one real Redis and `replicas` gateways sharing
+/// both: the replicas of one deployment.
+enum SharedTierScenario {
+    /// Runs `body` and stops everything afterwards, also when it throws.
+    /// With `waitForRedis`, every replica's connections are ready first.
+    static func run(
+        replicas: Int = 2,
+        password: String? = nil,
+        environment: [String: String] = [:],
+        waitForRedis: Bool = true,
+        _ body: (RunningUpstream, [RunningGateway], RedisServer) async throws -> Void
+    ) async throws {
+        let redis = try await RedisServer.start(password: password)
+        defer { redis.stop() }
+        var settings = ["GATEWAY_REDIS_URL": redis.url(), "GATEWAY_REDIS_PREFIX": "test-gw:"]
+        settings.merge(environment) { _, new in new }
+        let upstream = try RunningUpstream.start()
+        defer { upstream.stop() }
+        var gateways: [RunningGateway] = []
+        do {
+            for _ in 0..<replicas {
+                gateways.append(try RunningGateway.start(upstream.gatewayEnvironment(settings)))
+            }
+            if waitForRedis {
+                for gateway in gateways { try await gateway.waitForSharedTier() }
+            }
+            try await body(upstream, gateways, redis)
+        } catch {
+            for gateway in gateways { await gateway.stop() }
+            throw error
+        }
+        for gateway in gateways { await gateway.stop() }
+    }
+}

@@ -1,0 +1,56 @@
+@testable import JSONRPC
+import Testing
+
+/// `EncodedJSON(validating:)`: bytes from elsewhere become an encoded value
+/// only when they are exactly the writer's form of one value.
+@Suite("EncodedJSON validating")
+struct EncodedJSONValidatingTests {
+    static let trees: [JSONValue] = [
+        .null, .bool(true), .bool(false), .number("0"), .number("-0"), .number("12345678901234567890"), .number("4.99"),
+        .number("-1.5e-3"), .number("2E+10"), .string(""), .string("plain"), .string("quote \" backslash \\ slash /"),
+        .string("controls \u{0}\u{1}\u{8}\u{9}\u{A}\u{B}\u{C}\u{D}\u{1F} end"), .string("ünïcødé € 𝄞 日本"),
+        .array([]), .object(JSONObject()),
+        .object(["a": .array([.number("1"), .object(["b": .null]), .string("x")]), "c": .bool(false)]),
+    ]
+
+    @Test func everythingTheWriterWritesIsAccepted() {
+        for tree in Self.trees {
+            let bytes = tree.serialized()
+            #expect(EncodedJSON(validating: bytes)?.bytes == bytes, "\(String(decoding: bytes, as: UTF8.self))")
+        }
+    }
+
+    @Test(arguments: [
+        "", " ", "nul", "tru", "01", "-", "1.", ".5", "1e", "+1", "NaN", "\"", "\"abc", "[", "[1,]", "[,1]", "{\"a\"}",
+        "{\"a\":}", "{\"a\":1,}", "{a:1}", "1 ", " 1", "[1, 2]", "{\"a\": 1}", "1 2", "[1]]", "\"\\x\"", "\"\\/\"",
+        "\"\\u0041\"", "\"\\u000a\"", "\"\\u001F\"", "\"\\ud834\\udd1e\"", "'a'", "[true false]", "{\"a\":1}{}",
+    ])
+    func whatTheWriterNeverWritesIsRefused(text: String) {
+        #expect(EncodedJSON(validating: Array(text.utf8)) == nil)
+    }
+
+    @Test func malformedUTF8AndRawControlsAreRefused() {
+        let cases: [[UInt8]] = [
+            [0x22, 0xFF, 0x22], [0x22, 0xC0, 0xAF, 0x22], [0x22, 0xED, 0xA0, 0x80, 0x22], [0x22, 0xF4, 0x90, 0x80, 0x80, 0x22],
+            [0x22, 0xE2, 0x82, 0x22], [0x22, 0x0A, 0x22], [0x22, 0x00, 0x22], [0x22, 0xC3],
+        ]
+        for bytes in cases { #expect(EncodedJSON(validating: bytes) == nil, "\(bytes)") }
+        #expect(EncodedJSON(validating: [0x22, 0xC3, 0xA9, 0x22]) != nil)
+    }
+
+    @Test func nestingIsBounded() {
+        let deep = Array(String(repeating: "[", count: 10).utf8) + Array(String(repeating: "]", count: 10).utf8)
+        #expect(EncodedJSON(validating: deep, maxDepth: 10) != nil)
+        #expect(EncodedJSON(validating: deep, maxDepth: 9) == nil)
+    }
+
+    /// Whatever is accepted parses to a value that writes back the same bytes.
+    @Test func acceptedBytesAreTheWritersFormOfWhatTheyParseTo() throws {
+        let samples = [#"{"k":[1,-0.5e7,"x\n\u001fy",{"":null}],"u":"\u0000é"}"#, #"[]"#, #""\\\"""#]
+        for text in samples {
+            let bytes = Array(text.utf8)
+            #expect(EncodedJSON(validating: bytes) != nil, "\(text)")
+            #expect(try JSONParser.parse(bytes).serialized() == bytes, "\(text)")
+        }
+    }
+}
