@@ -185,6 +185,7 @@ final class HTTPSConnectionPool: @unchecked Sendable {
     unowned(unsafe) var client: HTTPSClient!
     private var connections: [Int: HTTPSConnection] = [:]
     private var dnsBase: OpaquePointer?
+    private var hostsOnlyDNSBase: OpaquePointer?
 
     init(loop: EventLoop, index: Int, configuration: HTTPSClientConfiguration) {
         self.loop = loop
@@ -194,6 +195,7 @@ final class HTTPSConnectionPool: @unchecked Sendable {
 
     deinit {
         if let dnsBase { evdns_base_free(dnsBase, 0) }
+        if let hostsOnlyDNSBase { evdns_base_free(hostsOnlyDNSBase, 0) }
     }
 
     /// Asks for a lease; runs the request now, or queues it with a deadline.
@@ -291,17 +293,26 @@ final class HTTPSConnectionPool: @unchecked Sendable {
         loop.execute { connection.free() }
     }
 
+    /// The loop's resolver. One that came up without a name server (no
+    /// resolv.conf, or no descriptor free to read it or to open its
+    /// socket) is not kept: the next connection tries again, and meanwhile
+    /// a resolver of `/etc/hosts` alone serves (addresses need none).
     private func dns() throws(TransportError) -> OpaquePointer {
         if let dnsBase { return dnsBase }
-        // Asynchronous resolution; without a resolv.conf, fall back to
-        // /etc/hosts only rather than failing.
-        var base = evdns_base_new(loop.base, EVDNS_BASE_INITIALIZE_NAMESERVERS | EVDNS_BASE_DISABLE_WHEN_INACTIVE)
-        if base == nil {
-            base = evdns_base_new(loop.base, 0)
-            if let base { _ = evdns_base_load_hosts(base, nil) }
+        if let base = evdns_base_new(loop.base, EVDNS_BASE_INITIALIZE_NAMESERVERS | EVDNS_BASE_DISABLE_WHEN_INACTIVE) {
+            if evdns_base_count_nameservers(base) > 0 {
+                dnsBase = base
+                return base
+            }
+            evdns_base_free(base, 0)
         }
-        dnsBase = try CCheck.pointer(base, "evdns_base_new")
-        return dnsBase!
+        if let hostsOnlyDNSBase { return hostsOnlyDNSBase }
+        let base = try CCheck.pointer(evdns_base_new(loop.base, 0), "evdns_base_new")
+        hostsOnlyDNSBase = base
+        // Without the hosts file it still resolves nothing but addresses,
+        // which is all it is for until a full resolver comes up.
+        _ = try? CCheck.libevent(evdns_base_load_hosts(base, nil), "evdns_base_load_hosts")
+        return base
     }
 }
 
