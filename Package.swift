@@ -23,6 +23,9 @@ let package = Package(
         // The JSON-RPC engine, the domain and the service, in process: what
         // the allocation benchmark under bench/allocations drives.
         .library(name: "GatewayCore", targets: ["GatewayService", "JSONRPC", "ProductsDomain"]),
+        // The fuzz target of the JSON parser, writer and JSON-RPC engine (see
+        // .ci/fuzz); a plain build makes it a program replaying inputs.
+        .executable(name: "jsonrpc-fuzz", targets: ["JSONRPCFuzz"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
@@ -123,6 +126,9 @@ let package = Package(
             ],
             swiftSettings: strictSwift
         ),
+
+        // MARK: Fuzzing: libFuzzer's entry point over JSONRPC.
+        .executableTarget(name: "JSONRPCFuzz", dependencies: ["JSONRPC"], swiftSettings: strictSwift),
 
         // MARK: Tests.
         .testTarget(

@@ -4,6 +4,10 @@
 /// the key at its first position with its last value, which is what
 /// `JSON.parse` does, so `{"a":1,"b":2,"a":3}` reads as `{"a":3,"b":2}`.
 ///
+/// Keys are compared by their UTF-8 bytes, as RFC 8259 section 8.3 and
+/// `JSON.parse` do, not by Swift's canonical equivalence: `"\u{E9}"` and
+/// `"e\u{301}"` are two keys.
+///
 /// Lookups scan the members: objects in JSON-RPC requests and upstream bodies
 /// hold a handful of keys, where a scan beats hashing and keeps values small.
 public struct JSONObject: Sendable, Hashable, Sequence, ExpressibleByDictionaryLiteral {
@@ -30,13 +34,13 @@ public struct JSONObject: Sendable, Hashable, Sequence, ExpressibleByDictionaryL
                 self[key] = value
             }
         } else {
-            var positions: [String: Int] = [:]
+            var positions: [UTF8Key: Int] = [:]
             positions.reserveCapacity(members.count)
             for (key, value) in members {
-                if let position = positions[key] {
+                if let position = positions[UTF8Key(text: key)] {
                     self.members[position].value = value
                 } else {
-                    positions[key] = self.members.count
+                    positions[UTF8Key(text: key)] = self.members.count
                     self.members.append((key: key, value: value))
                 }
             }
@@ -60,7 +64,7 @@ public struct JSONObject: Sendable, Hashable, Sequence, ExpressibleByDictionaryL
     /// of a request.
     private static func keysAreUnique(_ members: [Element]) -> Bool {
         for index in members.indices.dropFirst() {
-            for earlier in members.indices[..<index] where members[earlier].key == members[index].key {
+            for earlier in members.indices[..<index] where members[earlier].key.hasSameUTF8(as: members[index].key) {
                 return false
             }
         }
@@ -78,10 +82,10 @@ public struct JSONObject: Sendable, Hashable, Sequence, ExpressibleByDictionaryL
     /// appends a new member; setting `nil` removes the member.
     public subscript(key: String) -> JSONValue? {
         get {
-            members.first { $0.key == key }?.value
+            members.first { $0.key.hasSameUTF8(as: key) }?.value
         }
         set {
-            let position = members.firstIndex { $0.key == key }
+            let position = members.firstIndex { $0.key.hasSameUTF8(as: key) }
             switch (position, newValue) {
             case (let position?, let value?):
                 members[position].value = value
@@ -118,14 +122,14 @@ public struct JSONObject: Sendable, Hashable, Sequence, ExpressibleByDictionaryL
     /// Equal when the same keys hold equal values in the same order, so that
     /// equal objects serialize to the same bytes.
     public static func == (lhs: JSONObject, rhs: JSONObject) -> Bool {
-        lhs.members.elementsEqual(rhs.members) { $0.key == $1.key && $0.value == $1.value }
+        lhs.members.elementsEqual(rhs.members) { $0.key.hasSameUTF8(as: $1.key) && $0.value == $1.value }
     }
 
     /// Hashes the members in order, matching ``==(_:_:)``.
     public func hash(into hasher: inout Hasher) {
         hasher.combine(members.count)
         for member in members {
-            hasher.combine(member.key)
+            member.key.hashUTF8(into: &hasher)
             hasher.combine(member.value)
         }
     }

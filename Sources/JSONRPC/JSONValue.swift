@@ -5,8 +5,10 @@
 /// it arrived, and any binary conversion would lose digits or the sign.
 ///
 /// Equality is textual: two values are equal when they would serialize to the
-/// same bytes, so `.number("1")` differs from `.number("1.0")` and objects
-/// with the same members in another order differ. An ``encoded(_:)`` value
+/// same bytes, so `.number("1")` differs from `.number("1.0")`, objects
+/// with the same members in another order differ, and strings are compared
+/// by their UTF-8 bytes rather than by Swift's canonical equivalence
+/// (`"\u{E9}"` differs from `"e\u{301}"`). An ``encoded(_:)`` value
 /// equals another ``encoded(_:)`` value with the same bytes only; compare
 /// ``serialized()`` to compare it with a tree.
 public enum JSONValue: Sendable, Hashable {
@@ -99,6 +101,54 @@ public enum JSONValue: Sendable, Hashable {
     public var isNull: Bool {
         if case .null = self { return true }
         return false
+    }
+
+    /// Equal when both would serialize to the same bytes (see the type's
+    /// documentation); `String ==` is not used for text, as it compares
+    /// canonical equivalence.
+    public static func == (lhs: JSONValue, rhs: JSONValue) -> Bool {
+        switch (lhs, rhs) {
+        case (.null, .null):
+            true
+        case (.bool(let left), .bool(let right)):
+            left == right
+        case (.number(let left), .number(let right)), (.string(let left), .string(let right)):
+            left.hasSameUTF8(as: right)
+        case (.array(let left), .array(let right)):
+            left == right
+        case (.object(let left), .object(let right)):
+            left == right
+        case (.encoded(let left), .encoded(let right)):
+            left == right
+        case (.null, _), (.bool, _), (.number, _), (.string, _), (.array, _), (.object, _), (.encoded, _):
+            false
+        }
+    }
+
+    /// Hashes the case and its content, in step with ``==(_:_:)``.
+    public func hash(into hasher: inout Hasher) {
+        switch self {
+        case .null:
+            hasher.combine(0 as UInt8)
+        case .bool(let flag):
+            hasher.combine(1 as UInt8)
+            hasher.combine(flag)
+        case .number(let text):
+            hasher.combine(2 as UInt8)
+            text.hashUTF8(into: &hasher)
+        case .string(let text):
+            hasher.combine(3 as UInt8)
+            text.hashUTF8(into: &hasher)
+        case .array(let elements):
+            hasher.combine(4 as UInt8)
+            hasher.combine(elements)
+        case .object(let object):
+            hasher.combine(5 as UInt8)
+            hasher.combine(object)
+        case .encoded(let json):
+            hasher.combine(6 as UInt8)
+            hasher.combine(json)
+        }
     }
 
     /// Whether `text` matches the RFC 8259 number grammar

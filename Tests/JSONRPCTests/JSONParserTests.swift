@@ -266,6 +266,27 @@ struct JSONParserTests {
         #expect(large["k8"] == 8)
     }
 
+    /// RFC 8259 section 8.3 compares names code unit by code unit; Swift's
+    /// `String ==` compares canonical equivalence, under which `é` (U+00E9)
+    /// equals `e` + U+0301 and the Kelvin sign U+212A equals `K`. Found by
+    /// the fuzz target's check that equal values write equal bytes.
+    @Test("names that differ in bytes but are canonically equivalent are two members")
+    func canonicallyEquivalentNames() throws {
+        let composed = "\u{E9}", decomposed = "e\u{301}"
+        let object = try #require(try parse(#"{"\#(composed)":1,"\#(decomposed)":2,"K":3,"\#u{212A}":4}"#).objectValue)
+        #expect(object.keys.map { Array($0.utf8) } == [composed, decomposed, "K", "\u{212A}"].map { Array($0.utf8) })
+        #expect(object[composed] == 1)
+        #expect(object[decomposed] == 2)
+        #expect(object["\u{212A}"] == 4)
+        #expect(JSONValue.object(object).serialized() == Array(#"{"\#(composed)":1,"\#(decomposed)":2,"K":3,"\#u{212A}":4}"#.utf8))
+
+        // The same through the dictionary that de-duplicates large objects.
+        let padding = (0 ..< 20).map { #""k\#($0)":0"# }
+        let large = try #require(try parse("{" + (padding + [#""\#(composed)":1"#, #""\#(decomposed)":2"#]).joined(separator: ",") + "}").objectValue)
+        #expect(large.count == 22)
+        #expect(large[decomposed] == 2)
+    }
+
     // MARK: - Input
 
     @Test("any collection of bytes is accepted")

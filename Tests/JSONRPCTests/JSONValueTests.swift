@@ -52,6 +52,19 @@ struct JSONValueTests {
         #expect(Set([ab, ba, ["a": 1, "b": 2]]).count == 2)
     }
 
+    @Test("equality is textual for strings too: canonically equivalent text that differs in bytes is not equal")
+    func canonicallyEquivalentStrings() {
+        let composed: JSONValue = "\u{E9}", decomposed: JSONValue = "e\u{301}"
+        #expect(composed != decomposed)
+        #expect(JSONValue.string("K") != .string("\u{212A}"))
+        #expect(JSONValue.array([composed]) != .array([decomposed]))
+        #expect(JSONValue.object(["\u{E9}": 1]) != .object(["e\u{301}": 1]))
+        #expect(Set<JSONValue>([composed, decomposed, composed]).count == 2)
+        // The promise the fuzz target checks: equal exactly when the same bytes.
+        #expect((composed == decomposed) == (composed.serialized() == decomposed.serialized()))
+        #expect(composed == .string("\u{E9}"))
+    }
+
     @Test("subscript set replaces in place, appends, and removes")
     func objectSubscript() {
         var object: JSONObject = ["a": 1, "b": 2, "c": 3]
@@ -88,5 +101,12 @@ struct JSONValueTests {
         let large = JSONObject((0 ..< 30).map { ("k\($0 % 20)", JSONValue.integer($0)) })
         #expect(large.keys == (0 ..< 20).map { "k\($0)" })
         #expect(large["k5"] == 25 && large["k19"] == 19)
+
+        // Keys are compared by their UTF-8, as RFC 8259 section 8.3 says.
+        let equivalent = JSONObject([("\u{E9}", 1), ("e\u{301}", 2), ("\u{E9}", 3)])
+        #expect(equivalent.count == 2 && equivalent["\u{E9}"] == 3 && equivalent["e\u{301}"] == 2)
+        var edited = equivalent
+        edited["e\u{301}"] = nil
+        #expect(edited.count == 1 && edited["\u{E9}"] == 3)
     }
 }

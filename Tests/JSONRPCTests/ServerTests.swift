@@ -7,6 +7,16 @@ import Testing
 struct ServerTests {
     let methods = SpecMethods()
 
+    @Test("params names that differ in bytes but are canonically equivalent reach the method as two members")
+    func canonicallyEquivalentParamNames() async {
+        let server = JSONRPCServer<String>(maxBatchSize: 1, methods: [
+            "echo": { request, _ in .success(request.params?.jsonValue ?? .null) },
+        ])
+        let params = #"{"\#u{E9}":1,"e\#u{301}":2}"#
+        #expect(await server.replyText(to: #"{"jsonrpc":"2.0","method":"echo","params":\#(params),"id":1}"#, context: "")
+            == "{\"jsonrpc\":\"2.0\",\"result\":\(params),\"id\":1}")
+    }
+
     @Test("a batch over the limit is one error object that gives the limit")
     func batchLimit() async {
         let server = methods.server(maxBatchSize: 2)

@@ -40,13 +40,18 @@ final class GatewayProcess: Sendable {
     }
 
     /// The environment every child starts from: nothing of the test
-    /// process leaks in but `PATH`.
+    /// process leaks in but `PATH` and the sanitizers' options, so that a
+    /// sanitized gateway (`.ci/sanitizers`) reports where the tests do.
     static func baseEnvironment() -> [String: String] {
-        [
+        var environment = [
             "PATH": ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin",
             "LANG": "C.UTF-8",
             "GATEWAY_WORKERS": "2",
         ]
+        for name in ["TSAN_OPTIONS", "ASAN_OPTIONS", "LSAN_OPTIONS", "UBSAN_OPTIONS"] {
+            environment[name] = ProcessInfo.processInfo.environment[name]
+        }
+        return environment
     }
 
     /// Starts a gateway and waits until it serves.
