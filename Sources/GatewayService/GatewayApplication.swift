@@ -133,7 +133,9 @@ public final class GatewayApplication: Service {
             readiness: readiness
         )
         self.front = front
-        metrics.readConnectionCounts { front.connectionCounts }
+        // Weak: the front's handler holds the metrics, so a strong capture
+        // would make a cycle that outlives the application.
+        metrics.readConnectionCounts { [weak front] in front?.connectionCounts ?? (0, 0) }
     }
 
     /// Binds and serves; returns the bound port. Binding comes before
