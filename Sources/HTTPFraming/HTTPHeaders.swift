@@ -56,11 +56,18 @@ public struct HTTPHeaders: Sendable, Equatable, Sequence, ExpressibleByDictionar
 extension String {
     /// ASCII case-insensitive equality, as field names compare; no copy.
     func caseInsensitiveEquals(_ other: String) -> Bool {
-        let left = utf8
-        let right = other.utf8
-        guard left.count == right.count else { return false }
-        return zip(left, right).allSatisfy { a, b in
-            a == b || (a | 0x20 == b | 0x20 && (a | 0x20) >= 0x61 && (a | 0x20) <= 0x7A)
+        guard utf8.count == other.utf8.count else { return false }
+        var left = self
+        var right = other
+        return left.withUTF8 { a in
+            right.withUTF8 { b in
+                for index in 0..<a.count {
+                    let x = a[index]
+                    let y = b[index]
+                    if x != y && !(x | 0x20 == y | 0x20 && (x | 0x20) >= 0x61 && (x | 0x20) <= 0x7A) { return false }
+                }
+                return true
+            }
         }
     }
 }

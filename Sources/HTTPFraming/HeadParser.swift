@@ -1,3 +1,9 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
 /// Parses a complete head (request line, fields, the empty line), every
 /// line already known to end in CRLF.
 enum HeadParser {
@@ -99,7 +105,7 @@ enum HeadParser {
             guard contentLengths == 0 else {
                 return .failure(.badRequest("both Content-Length and Transfer-Encoding"))
             }
-            guard transferEncodings == 1, ASCII.equalsLowercase(Array(transferEncoding.utf8), "chunked") else {
+            guard transferEncodings == 1, ASCII.equalsLowercase(transferEncoding.utf8, "chunked") else {
                 return .failure(HTTPFramingError(status: 501, message: "the only transfer coding accepted is chunked"))
             }
             framing = .chunked
@@ -232,19 +238,29 @@ enum ASCII {
 
     static func equals(_ bytes: UnsafeRawBufferPointer, _ text: StaticString) -> Bool {
         guard bytes.count == text.utf8CodeUnitCount else { return false }
-        return text.withUTF8Buffer { bytes.elementsEqual($0) }
-    }
-
-    static func equals(_ bytes: UnsafeRawBufferPointer, _ text: String) -> Bool {
-        bytes.elementsEqual(text.utf8)
+        return text.withUTF8Buffer { expected in
+            bytes.isEmpty || memcmp(bytes.baseAddress!, expected.baseAddress!, bytes.count) == 0
+        }
     }
 
     /// Case-insensitive comparison with a lower-case ASCII text.
-    static func equalsLowercase(_ bytes: some Collection<UInt8>, _ lowercase: StaticString) -> Bool {
+    static func equalsLowercase(_ bytes: UnsafeRawBufferPointer, _ lowercase: StaticString) -> Bool {
         guard bytes.count == lowercase.utf8CodeUnitCount else { return false }
         return lowercase.withUTF8Buffer { expected in
-            zip(bytes, expected).allSatisfy { ($0 >= 0x41 && $0 <= 0x5A ? $0 | 0x20 : $0) == $1 }
+            for index in 0..<bytes.count where lowercased(bytes[index]) != expected[index] { return false }
+            return true
         }
+    }
+
+    /// The same for a field name held as a `String` (the response writer's).
+    static func equalsLowercase(_ name: String.UTF8View, _ lowercase: StaticString) -> Bool {
+        guard name.count == lowercase.utf8CodeUnitCount else { return false }
+        var name = String(name)
+        return name.withUTF8 { equalsLowercase(UnsafeRawBufferPointer($0), lowercase) }
+    }
+
+    static func lowercased(_ byte: UInt8) -> UInt8 {
+        byte >= 0x41 && byte <= 0x5A ? byte | 0x20 : byte
     }
 }
 
