@@ -101,14 +101,16 @@ final class GatewayHTTPHandler: Sendable {
 
     /// The answer to a request the HTTP front refused while reading it:
     /// the contract's error body, naming the setting behind the limit, and
-    /// a fresh `X-Request-Id` (the request's own could not be trusted).
+    /// the caller's `X-Request-Id` when its fields were read and it is sane,
+    /// else a fresh one.
     @Sendable static func framingProblem(_ error: HTTPFramingError) -> HTTPResponse {
         let setting = switch error.status {
         case 408: " (GATEWAY_READ_TIMEOUT_MS)"
         case 413: " (GATEWAY_MAX_BODY_BYTES)"
         default: ""
         }
-        return problem(error.status, error.message + setting, headers: ["X-Request-Id": RequestID.generate()])
+        let requestID = RequestID.accept(error.requestHeaders?["X-Request-Id"]) ?? RequestID.generate()
+        return problem(error.status, error.message + setting, headers: ["X-Request-Id": requestID])
     }
 
     /// `application/json`, with or without parameters such as `charset`.

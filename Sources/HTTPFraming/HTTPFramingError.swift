@@ -6,10 +6,20 @@ public struct HTTPFramingError: Error, Sendable, Equatable, CustomStringConverti
     public let status: Int
     /// What was wrong, for the client; never echoes more than a few bytes.
     public let message: String
+    /// The request's header fields when they were read before the refusal
+    /// (a body over the limit, a framing conflict between fields), so the
+    /// answer can echo what the contract echoes (`X-Request-Id`); `nil` when
+    /// the head itself could not be read.
+    public var requestHeaders: HTTPHeaders?
 
-    public init(status: Int, message: String) {
+    public init(status: Int, message: String, requestHeaders: HTTPHeaders? = nil) {
         self.status = status
         self.message = message
+        self.requestHeaders = requestHeaders
+    }
+
+    public static func == (lhs: HTTPFramingError, rhs: HTTPFramingError) -> Bool {
+        lhs.status == rhs.status && lhs.message == rhs.message
     }
 
     public var description: String { "\(status): \(message)" }

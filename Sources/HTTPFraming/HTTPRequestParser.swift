@@ -132,6 +132,13 @@ public struct HTTPRequestParser: Sendable {
     }
 
     private mutating func fail(_ error: HTTPFramingError) {
+        var error = error
+        if error.requestHeaders == nil {
+            switch state {
+            case .fixedBody(let head, _), .chunkedBody(let head, _): error.requestHeaders = head.headers
+            case .head, .failed: break
+            }
+        }
         state = .failed(error)
         pending = []
         body = []

@@ -29,6 +29,24 @@ import Testing
         #expect(next.status == 200)
     }
 
+    /// A refusal after the fields were read echoes the caller's sane
+    /// `X-Request-Id`, as every answer does; one before gets a fresh id.
+    @Test(arguments: [
+        ("Content-Length: 70000", 413, "echoed-413"),
+        ("Content-Length: 2\r\nTransfer-Encoding: chunked", 400, "echoed-400"),
+        ("Transfer-Encoding: chunked", 413, "echoed-chunked-413"),
+    ])
+    func aRefusalEchoesTheCallersRequestID(fields: String, status: Int, requestID: String) async throws {
+        let gateway = try RunningGateway.start()
+        let connection = try TestHTTPConnection(port: gateway.port)
+        let body = fields.hasPrefix("Transfer-Encoding") ? "11170\r\n" + String(repeating: "x", count: 70000) + "\r\n0\r\n\r\n" : ""
+        try await connection.sendRaw(Array("POST /rpc HTTP/1.1\r\nHost: a\r\nX-Request-Id: \(requestID)\r\n\(fields)\r\n\r\n\(body)".utf8))
+        let response = try await connection.readResponse()
+        await gateway.stop()
+        #expect(response.status == status)
+        #expect(response.header("X-Request-Id") == requestID)
+    }
+
     @Test func aRequestSlowerThanTheReadTimeoutGets408() async throws {
         let gateway = try RunningGateway.start(["GATEWAY_READ_TIMEOUT_MS": "300"])
         let connection = try TestHTTPConnection(port: gateway.port)
