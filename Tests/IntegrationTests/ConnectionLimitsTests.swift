@@ -114,10 +114,14 @@ import Testing
         var idle: [TestHTTPConnection] = []
         for _ in 0..<300 { idle.append(try TestHTTPConnection(port: gateway.port)) }
         // Scraped on the kept connection: a new one would be refused.
+        // All 300 are taken in or refused: 151 beside the kept one, 149 refused.
         var metrics = ""
-        for _ in 0..<100 where !metrics.containsLine("gateway_connections_open 152.0") {
+        func settled() -> Bool {
+            metrics.containsLine("gateway_connections_open 152.0") && metrics.containsLine("gateway_connections_rejected_total 149")
+        }
+        for _ in 0..<100 where !settled() {
             metrics = try await kept.request("GET", "/metrics", contentType: nil).bodyText
-            if !metrics.containsLine("gateway_connections_open 152.0") { try await Task.sleep(for: .milliseconds(50)) }
+            if !settled() { try await Task.sleep(for: .milliseconds(50)) }
         }
         #expect(metrics.containsLine("gateway_connections_open 152.0"))
         #expect(metrics.containsLine("gateway_connections_rejected_total 149"))
