@@ -32,23 +32,7 @@ public final class EvhttpServer: Sendable {
     /// real one when the configuration asked for port 0). Call from a thread
     /// that is not one of the group's loops.
     public func start() throws(TransportError) -> Int {
-        var port = configuration.port
-        if port != 0 {
-            // The listeners share the port through SO_REUSEPORT, which would
-            // also let them join another process already serving it.
-            try Self.requireAvailable(host: configuration.host, port: port)
-        }
-        var fds: [Int32] = []
-        do {
-            for _ in group.loops {
-                let fd = try Self.listen(host: configuration.host, port: port)
-                fds.append(fd)
-                if port == 0 { port = Int(gw_socket_local_port(fd)) }
-            }
-        } catch {
-            fds.forEach { close($0) }
-            throw error
-        }
+        let (port, fds) = try ListeningSockets.open(host: configuration.host, port: configuration.port, count: group.loops.count)
         var started: [LoopEvhttpServer] = []
         var failure: TransportError?
         for (loop, fd) in zip(group.loops, fds) {
@@ -90,22 +74,6 @@ public final class EvhttpServer: Sendable {
         for instance in all {
             instance.loop.submitAndWait { instance.free() }
         }
-    }
-
-    private static func requireAvailable(host: String, port: Int) throws(TransportError) {
-        var message = [CChar](repeating: 0, count: 256)
-        guard gw_tcp_port_available(host, Int32(port), &message, message.count) == 0 else {
-            throw TransportError(call: "listen", message: String(decoding: message.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self))
-        }
-    }
-
-    private static func listen(host: String, port: Int) throws(TransportError) -> Int32 {
-        var message = [CChar](repeating: 0, count: 256)
-        let fd = gw_listen_tcp(host, Int32(port), 1024, &message, message.count)
-        guard fd >= 0 else {
-            throw TransportError(call: "listen", message: String(decoding: message.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self))
-        }
-        return fd
     }
 }
 
