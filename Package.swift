@@ -6,6 +6,7 @@ import PackageDescription
 let strictSwift: [SwiftSetting] = [
     .enableUpcomingFeature("ExistentialAny"),
     .enableUpcomingFeature("MemberImportVisibility"),
+    .unsafeFlags(["-cross-module-optimization"], .when(configuration: .release)),
 ]
 
 /// Tests import what they use too, but member visibility is relaxed there:

@@ -113,10 +113,26 @@ final class GatewayHTTPHandler: Sendable {
         return problem(error.status, error.message + setting, headers: ["X-Request-Id": requestID])
     }
 
-    /// `application/json`, with or without parameters such as `charset`.
+    /// `application/json`, with or without parameters such as `charset`:
+    /// the media type before any `;`, spaces and tabs around it ignored,
+    /// compared without regard to ASCII case (RFC 9110 section 8.3.1).
+    ///
+    /// Read on every call, so it compares bytes in place rather than
+    /// splitting, trimming and lowercasing new strings.
     static func isJSON(_ contentType: String) -> Bool {
-        let mediaType = contentType.split(separator: ";", maxSplits: 1, omittingEmptySubsequences: false).first ?? ""
-        return String(mediaType).trimmingSpaces.lowercased() == "application/json"
+        var contentType = contentType
+        return contentType.withUTF8 { bytes in
+            var start = bytes.startIndex
+            var end = bytes.firstIndex(of: UInt8(ascii: ";")) ?? bytes.endIndex
+            while start < end, bytes[start] == UInt8(ascii: " ") || bytes[start] == UInt8(ascii: "\t") { start += 1 }
+            while end > start, bytes[end - 1] == UInt8(ascii: " ") || bytes[end - 1] == UInt8(ascii: "\t") { end -= 1 }
+            let expected = "application/json".utf8
+            guard end - start == expected.count else { return false }
+            // An ASCII letter differs from its upper case by 0x20 alone.
+            return zip(bytes[start..<end], expected).allSatisfy { sent, wanted in
+                wanted == UInt8(ascii: "/") ? sent == wanted : sent | 0x20 == wanted
+            }
+        }
     }
 
     /// A small JSON error body for HTTP-level refusals.

@@ -32,13 +32,18 @@ public struct HTTPRequestHead: Sendable {
     /// The path of the target: for the absolute form, the part after the
     /// authority; the query is not included.
     public var path: Substring {
-        var rest = Substring(target)
-        if !rest.hasPrefix("/") {
-            for scheme in ["http://", "https://"] where rest.hasPrefix(scheme) {
-                rest = rest.dropFirst(scheme.count)
-                rest = rest.firstIndex(of: "/").map { rest[$0...] } ?? "/"
+        let utf8 = target.utf8
+        var start = utf8.startIndex
+        if utf8.first != UInt8(ascii: "/") {
+            for scheme in ["http://", "https://"] where target.hasPrefix(scheme) {
+                let authority = utf8.index(start, offsetBy: scheme.utf8.count)
+                guard let slash = utf8[authority...].firstIndex(of: UInt8(ascii: "/")) else { return "/" }
+                start = slash
             }
         }
-        return rest.split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false).first ?? ""
+        // Index arithmetic on the UTF-8 view: the common origin form
+        // (`/rpc`) costs no allocation and no character breaking.
+        let end = utf8[start...].firstIndex(of: UInt8(ascii: "?")) ?? utf8.endIndex
+        return target[start..<end]
     }
 }

@@ -91,8 +91,9 @@ public struct FetchProductsParams: Sendable, Equatable {
         }
         // A call holds a handful of identifiers: a scan of those kept so far
         // costs less than hashing each into a set, up to a few dozen.
-        var seen: Set<String> = []
         let useSet = entries.count > Self.scanLimit
+        // Created only when used: even an empty literal builds a native set.
+        var seen = useSet ? Set<String>(minimumCapacity: entries.count) : Set<String>()
         var unique: [String] = []
         unique.reserveCapacity(entries.count)
         for (index, entry) in entries.enumerated() {

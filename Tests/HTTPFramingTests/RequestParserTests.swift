@@ -62,6 +62,28 @@ func parser(maxBody: Int = 1024, maxHeader: Int = 512, maxFields: Int = 10) -> H
         #expect(!parser.isInsideRequest)
     }
 
+    @Test(arguments: [
+        ("/rpc", "/rpc"),
+        ("/rpc?x=1", "/rpc"),
+        ("/?", "/"),
+        ("/a/b?c?d", "/a/b"),
+        ("*", "*"),
+        ("http://example.com", "/"),
+        ("http://example.com?q", "/"),
+        ("https://example.com:8443/rpc?q=1", "/rpc"),
+        ("http://example.com/", "/"),
+    ])
+    func pathIsTheTargetWithoutAuthorityAndQuery(target: String, path: String) {
+        var parser = parser()
+        let text = "OPTIONS \(target) HTTP/1.1\r\nHost: example.com\r\n\r\n"
+        let (_, event) = Array(text.utf8).withUnsafeBytes { parser.parse($0) }
+        guard case .request(let head, _) = event else {
+            Issue.record("expected a request for \(target), got \(event)")
+            return
+        }
+        #expect(head.path == path)
+    }
+
     @Test func headFieldsAndVersionAreRead() {
         var parser = parser()
         let text = "GET http://example.com/readyz?probe=1 HTTP/1.0\r\nHost: example.com\r\nX-Request-Id:  abc \t\r\nConnection: keep-alive\r\n\r\n"

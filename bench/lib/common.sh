@@ -338,6 +338,40 @@ start_gateway() {
     wait_http "$name" "$GATEWAY_PID" "$GATEWAY_URL/readyz"
 }
 
+# start_redis — a redis-server on the upstream's CPUs, keeping nothing on disk.
+# Sets REDIS_PORT and REDIS_PID.
+start_redis() {
+    free_port REDIS_PORT
+    start_bg redis "$UPSTREAM_CPUS" redis-server --port "$REDIS_PORT" --bind 127.0.0.1 --save "" --appendonly no \
+        --dir "$WORK" --loglevel warning
+    REDIS_PID=$LAST_PID
+    for _ in $(seq 100); do
+        [ "$(redis-cli -p "$REDIS_PORT" PING 2>/dev/null)" = PONG ] && return 0
+        sleep 0.05
+    done
+    die "redis-server did not start"
+}
+
+# start_redis_hit_gateway NAME — a gateway on the shared tier (start_redis
+# first) whose memory cache keeps nothing (GATEWAY_CACHE_MAX_BYTES=0), so
+# every call of $WORK/hot-request.json is a memory miss answered by one
+# Redis round trip (MGET). Fills Redis and checks that it is hit. Sets
+# GATEWAY_PID and GATEWAY_URL.
+start_redis_hit_gateway() {
+    start_gateway "$1" "$UPSTREAM_HOT_PORT" GATEWAY_REDIS_URL="redis://127.0.0.1:$REDIS_PORT" GATEWAY_CACHE_MAX_BYTES=0
+    for _ in $(seq 100); do
+        [ "$(metric_sum "$GATEWAY_URL" gateway_shared_tier_connections)" = "$GATEWAY_WORKERS" ] && break
+        sleep 0.05
+    done
+    rpc "$GATEWAY_URL" "$WORK/hot-request.json" >/dev/null
+    for _ in $(seq 100); do
+        [ "$(redis-cli -p "$REDIS_PORT" DBSIZE)" -ge 5 ] && break
+        sleep 0.05
+    done
+    check_hot_answer "$(rpc "$GATEWAY_URL" "$WORK/hot-request.json")" || die "the shared-tier gateway answers wrongly"
+    [ "$(metric_sum "$GATEWAY_URL" gateway_shared_cache_hits_total)" -ge 5 ] || die "the shared-tier gateway does not hit Redis"
+}
+
 # rpc URL BODY_FILE — one call, the answer on stdout.
 rpc() {
     curl -s --max-time 10 -H 'Content-Type: application/json' --data-binary "@$2" "$1/rpc"
@@ -399,6 +433,11 @@ wait_quiet() {
 # proc_kb PID FIELD — VmHWM / VmRSS in kB.
 proc_kb() {
     awk -v f="$2:" '$1 == f { print $2 }' "/proc/$1/status" 2>/dev/null || echo 0
+}
+
+# cpu_ticks PID — user + system clock ticks the process has used so far.
+cpu_ticks() {
+    awk '{ print $14 + $15 }' "/proc/$1/stat" 2>/dev/null || echo 0
 }
 
 # run_wrk CONNS SECONDS URL [VAR=value...] — one wrk run pinned to the client
