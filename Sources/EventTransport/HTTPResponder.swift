@@ -1,3 +1,5 @@
+import Synchronization
+
 /// The right and the duty to answer one request, exactly once.
 ///
 /// It cannot be copied, and each way of answering consumes it, so a second
@@ -36,8 +38,48 @@ public struct HTTPResponder: ~Copyable, @unchecked Sendable {
         }
     }
 
+    /// Hands the answer to a callback that may run on any thread, later:
+    /// for a call that its loop finishes without a task (a Redis reply).
+    public consuming func deferred() -> HTTPDeferredResponder {
+        let connection = self.connection.takeRetainedValue()
+        let serial = self.serial
+        discard self
+        return HTTPDeferredResponder(connection: connection, serial: serial)
+    }
+
     deinit {
         let connection = self.connection.takeRetainedValue()
+        connection.respond(serial: serial, with: HTTPResponse(
+            status: 500,
+            headers: ["Content-Type": "application/json"],
+            body: Array(#"{"error":{"status":500,"message":"the request was not answered"}}"#.utf8)
+        ))
+    }
+}
+
+/// The answer of one request, to be sent once from a callback. Copyable,
+/// so that escaping closures can hold it; the first ``send(_:)`` answers
+/// and later ones are ignored, and one dropped unsent answers 500, as
+/// ``HTTPResponder`` does.
+public final class HTTPDeferredResponder: Sendable {
+    // The connection is loop-bound; `respond` hops to its loop.
+    private let connection: HTTPConnection
+    private let serial: UInt64
+    private let sent = Atomic<Bool>(false)
+
+    init(connection: HTTPConnection, serial: UInt64) {
+        self.connection = connection
+        self.serial = serial
+    }
+
+    /// Sends `response`, from any thread; only the first call counts.
+    public func send(_ response: HTTPResponse) {
+        guard !sent.exchange(true, ordering: .acquiringAndReleasing) else { return }
+        connection.respond(serial: serial, with: response)
+    }
+
+    deinit {
+        guard !sent.load(ordering: .acquiring) else { return }
         connection.respond(serial: serial, with: HTTPResponse(
             status: 500,
             headers: ["Content-Type": "application/json"],

@@ -106,7 +106,7 @@ public final class GatewayApplication: Service {
         let rpc = JSONRPCServer<RPCCallContext>(
             maxBatchSize: configuration.maxBatch,
             methods: ["products.fetch": Self.productsFetchMethod(service: service), "rpc.discover": OpenRPCDocument.discoverMethod()],
-            immediateMethods: ["products.fetch": { request, context in service.fetchImmediately(params: request.params, requestID: context.requestID) }],
+            immediateMethods: ["products.fetch": { request, context in service.fetchImmediately(params: request.params, requestID: context.requestID, logger: { context.logger }) }],
             observer: Self.callObserver(metrics: metrics)
         )
         let readiness = ReadinessState()

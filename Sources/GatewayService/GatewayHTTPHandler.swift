@@ -74,11 +74,20 @@ final class GatewayHTTPHandler: Sendable {
         }
         let context = RPCCallContext(requestID: requestID, logger: logger)
         // A call served from memory (or refused) is answered right here, on
-        // the loop, with no task; one that waits runs in a task on the same
-        // loop, whose answer the responder carries back.
+        // the loop, with no task; one answered by a Redis reply is answered
+        // from that reply's callback, on the same loop; one that waits on
+        // the upstream runs in a task on the same loop. The responder
+        // carries each answer back.
         switch rpc.start(body: request.body, context: context) {
         case .answered(let reply):
             responder.send(Self.response(reply, headers: headers))
+        case .deferred(let call):
+            calls.enter()
+            let answer = responder.deferred()
+            call.begin { [calls, headers] reply in
+                answer.send(Self.response(reply, headers: headers))
+                calls.leave()
+            }
         case .pending(let pending):
             calls.enter()
             responder.send { [self, headers] in

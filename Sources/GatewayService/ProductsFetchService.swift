@@ -59,7 +59,62 @@ public final class ProductsFetchService: Sendable {
         case .failure(let error): return .failure(error)
         case .success(let valid): (parsed, region) = valid
         }
-        switch await products(for: parsed, region: region, requestID: requestID) {
+        var call = begin(parsed, region: region, requestID: requestID)
+        var missing = call.missing
+        if !missing.isEmpty, let sharedTier {
+            if let found = await sharedTier.lookup(scope: call.scope, identifiers: missing) {
+                missing = absorbShared(found, asked: missing, into: &call)
+            }
+        }
+        return rpcOutcome(await fetchMissing(missing, for: &call), requestID: requestID, logger: logger())
+    }
+
+    /// The call without a task where it can be: refused params or region,
+    /// or every product fresh in memory, answer now; a call that misses
+    /// memory goes on from `later`'s callback: the shared tier's reply
+    /// (on this loop) answers it when it holds the rest, else a task on
+    /// this loop fetches what is still missing. Params, region and the
+    /// memory lookup run once either way.
+    /// - Parameter logger: Made only when a failure is logged (a logger
+    ///   with the call's metadata costs a dictionary).
+    public func fetchImmediately(params: JSONRPCParams?, requestID: String, logger: @escaping @Sendable () -> Logger) -> JSONRPCImmediateOutcome {
+        let parsed: FetchProductsParams
+        let region: ResolvedRegion
+        switch validate(params, requestID: requestID) {
+        case .failure(let error): return .answer(.failure(error))
+        case .success(let valid): (parsed, region) = valid
+        }
+        let call = begin(parsed, region: region, requestID: requestID)
+        let missing = call.missing
+        guard !missing.isEmpty else { return .answer(.success(.encoded(call.result))) }
+        return .later { [self] answer in
+            guard let sharedTier else {
+                fetchInTask(missing, for: call, logger: logger, answer: answer)
+                return
+            }
+            sharedTier.lookup(scope: call.scope, identifiers: missing) { [self] found in
+                var call = call
+                let still = found.map { absorbShared($0, asked: missing, into: &call) } ?? missing
+                guard still.isEmpty else {
+                    fetchInTask(still, for: call, logger: logger, answer: answer)
+                    return
+                }
+                answer(.success(.encoded(call.result)))
+            }
+        }
+    }
+
+    /// The rest of a deferred call, in a task on the calling thread's loop.
+    private func fetchInTask(_ missing: [String], for call: CallInProgress, logger: @escaping @Sendable () -> Logger, answer: @escaping @Sendable (Result<JSONValue, JSONRPCError>) -> Void) {
+        Task(executorPreference: EventLoop.current) { [self] in
+            var call = call
+            answer(rpcOutcome(await fetchMissing(missing, for: &call), requestID: call.requestID, logger: logger()))
+        }
+    }
+
+    /// A call's outcome as JSON-RPC; a failure is logged here, once.
+    private func rpcOutcome(_ outcome: Result<EncodedJSON, ProductsFetchFailure>, requestID: String, logger: @autoclosure () -> Logger) -> Result<JSONValue, JSONRPCError> {
+        switch outcome {
         case .success(let result):
             // Already JSON: the engine appends these bytes to the response.
             return .success(.encoded(result))
@@ -67,25 +122,6 @@ public final class ProductsFetchService: Sendable {
             logger().info("products.fetch failed", metadata: ["reason": "\(failure.reason)", "detail": "\(failure.message)"])
             return .failure(failure.jsonRPCError(requestID: requestID))
         }
-    }
-
-    /// The answer of a call that needs no wait: refused params or region,
-    /// or every product fresh in memory. `nil` otherwise, and then nothing
-    /// was counted: the call goes through ``fetch(params:requestID:logger:)``.
-    public func fetchImmediately(params: JSONRPCParams?, requestID: String) -> Result<JSONValue, JSONRPCError>? {
-        let parsed: FetchProductsParams
-        let region: ResolvedRegion
-        switch validate(params, requestID: requestID) {
-        case .failure(let error): return .failure(error)
-        case .success(let valid): (parsed, region) = valid
-        }
-        let scope = FetchScope(appID: settings.appID, country: region.countryCode, language: parsed.language)
-        let identifiers = parsed.productIdentifiers
-        var answers = [ProductAnswer?](repeating: nil, count: identifiers.count)
-        let hits = cache.lookup(scope: scope, identifiers: identifiers, now: .now, into: &answers)
-        guard hits == identifiers.count else { return nil }
-        metrics.recordCacheHits(hits)
-        return .success(.encoded(ProductsResult.encoded(requested: identifiers, answers: answers, region: region)))
     }
 
     /// Params and region, or the call's error; every error of a call
@@ -104,79 +140,73 @@ public final class ProductsFetchService: Sendable {
         }
     }
 
-    /// The call's `result`, assembled from encoded products: from memory
-    /// where fresh entries exist, else from the pages this call waits for.
-    private func products(for params: FetchProductsParams, region: ResolvedRegion, requestID: String) async -> Result<EncodedJSON, ProductsFetchFailure> {
-        let scope = FetchScope(appID: settings.appID, country: region.countryCode, language: params.language)
-        let identifiers = params.productIdentifiers
+    /// A valid call after its memory lookup: fresh entries answer, and
+    /// `stale-while-revalidate` ones answer and are refreshed in the
+    /// background.
+    private func begin(_ params: FetchProductsParams, region: ResolvedRegion, requestID: String) -> CallInProgress {
         let started = ContinuousClock.now
-        let deadline = started + settings.requestTimeout
-
-        // One slot per requested identifier, in request order: a product's
-        // bytes, `.unknown`, or nil while nothing answered it yet.
-        var answers = [ProductAnswer?](repeating: nil, count: identifiers.count)
-        // Identifiers answered from a `stale-while-revalidate` entry; empty
-        // (no allocation) unless one is.
+        var call = CallInProgress(
+            identifiers: params.productIdentifiers,
+            scope: FetchScope(appID: settings.appID, country: region.countryCode, language: params.language),
+            region: region,
+            requestID: requestID,
+            deadline: started + settings.requestTimeout
+        )
         var stale: [String] = []
-        let hits = cache.lookup(scope: scope, identifiers: identifiers, now: started, into: &answers, revalidating: &stale)
+        let hits = cache.lookup(scope: call.scope, identifiers: call.identifiers, now: started, into: &call.answers, revalidating: &stale)
         metrics.recordCacheHits(hits)
         if !stale.isEmpty {
             metrics.recordStaleIdentifiers(stale.count)
-            revalidate(stale, scope: scope, requestID: requestID, deadline: deadline)
+            revalidate(stale, scope: call.scope, requestID: requestID, deadline: call.deadline)
         }
-
-        if hits + stale.count < identifiers.count {
-            var missing: [String] = []
-            missing.reserveCapacity(identifiers.count - hits)
-            for index in identifiers.indices where answers[index] == nil { missing.append(identifiers[index]) }
-            if let sharedTier {
-                missing = await lookUpShared(missing, in: sharedTier, scope: scope, identifiers: identifiers, answers: &answers, stale: &stale, requestID: requestID, deadline: deadline)
-            }
-            let claim = coalescer.claim(scope: scope, identifiers: missing, chunkSize: settings.upstreamMaxIDs)
-            metrics.recordCoalesced(claim.joinedIdentifierCount)
-            for fetch in claim.started { start(fetch, requestID: requestID, deadline: deadline) }
-            var failures: [ProductsFetchFailure] = []
-            let deadlineFailure = ProductsFetchFailure.cancelled(
-                detail: "the call's deadline of \(settings.requestTimeout.milliseconds) ms passed (GATEWAY_REQUEST_TIMEOUT_MS)"
-            )
-            for fetch in claim.fetches {
-                switch await fetch.outcome(until: deadline, onDeadline: deadlineFailure) {
-                case .success(let page):
-                    // Only slots still open: a cached answer or an earlier
-                    // page keeps its place, as the first answer wins.
-                    for index in identifiers.indices where answers[index] == nil {
-                        if let product = page.encodedProducts[identifiers[index]] {
-                            answers[index] = .product(product)
-                        }
-                    }
-                case .failure(let failure):
-                    if failure.allowsStaleAnswer {
-                        // `stale-if-error`: entries still within it answer
-                        // for this fetch's identifiers, if all of them can.
-                        let fallback = cache.fillStaleIfError(
-                            scope: scope, identifiers: identifiers, failedIdentifiers: fetch.identifiers, now: .now, into: &answers
-                        )
-                        metrics.recordStaleIdentifiers(fallback.filled)
-                        if fallback.complete { continue }
-                    }
-                    failures.append(failure)
-                }
-            }
-            if let failure = ProductsFetchFailure.mostSevere(failures) { return .failure(failure) }
-        }
-        // Every identifier no page and no entry has a product for is invalid.
-        return .success(ProductsResult.encoded(requested: identifiers, answers: answers, region: region))
+        return call
     }
 
-    /// The shared tier's turn on a memory miss: one `MGET` of `missing`.
-    /// Every entry found is kept in memory for the rest of its time; fresh
-    /// ones answer now (`gateway_shared_cache_hits_total`), stale ones as
-    /// the memory cache's stale rules allow. Returns what is still missing.
-    private func lookUpShared(
-        _ missing: [String], in sharedTier: SharedTier, scope: FetchScope, identifiers: [String],
-        answers: inout [ProductAnswer?], stale: inout [String], requestID: String, deadline: ContinuousClock.Instant
-    ) async -> [String] {
-        guard let found = await sharedTier.lookup(scope: scope, identifiers: missing) else { return missing }
+    /// Claims `missing` (joining fetches already running), waits for each
+    /// fetch until the call's deadline, and gives the call's `result`.
+    private func fetchMissing(_ missing: [String], for call: inout CallInProgress) async -> Result<EncodedJSON, ProductsFetchFailure> {
+        guard !missing.isEmpty else { return .success(call.result) }
+        let identifiers = call.identifiers
+        let claim = coalescer.claim(scope: call.scope, identifiers: missing, chunkSize: settings.upstreamMaxIDs)
+        metrics.recordCoalesced(claim.joinedIdentifierCount)
+        for fetch in claim.started { start(fetch, requestID: call.requestID, deadline: call.deadline) }
+        var failures: [ProductsFetchFailure] = []
+        let deadlineFailure = ProductsFetchFailure.cancelled(
+            detail: "the call's deadline of \(settings.requestTimeout.milliseconds) ms passed (GATEWAY_REQUEST_TIMEOUT_MS)"
+        )
+        for fetch in claim.fetches {
+            switch await fetch.outcome(until: call.deadline, onDeadline: deadlineFailure) {
+            case .success(let page):
+                // Only slots still open: a cached answer or an earlier
+                // page keeps its place, as the first answer wins.
+                for index in identifiers.indices where call.answers[index] == nil {
+                    if let product = page.encodedProducts[identifiers[index]] {
+                        call.answers[index] = .product(product)
+                    }
+                }
+            case .failure(let failure):
+                if failure.allowsStaleAnswer {
+                    // `stale-if-error`: entries still within it answer
+                    // for this fetch's identifiers, if all of them can.
+                    let fallback = cache.fillStaleIfError(
+                        scope: call.scope, identifiers: identifiers, failedIdentifiers: fetch.identifiers, now: .now, into: &call.answers
+                    )
+                    metrics.recordStaleIdentifiers(fallback.filled)
+                    if fallback.complete { continue }
+                }
+                failures.append(failure)
+            }
+        }
+        if let failure = ProductsFetchFailure.mostSevere(failures) { return .failure(failure) }
+        return .success(call.result)
+    }
+
+    /// The shared tier's answer to one `MGET` of `asked` (the call's memory
+    /// misses), taken into the call. Every entry found is kept in memory
+    /// for the rest of its time; fresh ones answer now
+    /// (`gateway_shared_cache_hits_total`), stale ones as the memory
+    /// cache's stale rules allow. Returns what is still missing.
+    private func absorbShared(_ found: [SharedCacheEntry?], asked: [String], into call: inout CallInProgress) -> [String] {
         let nowUnixMS = SharedTier.unixMilliseconds()
         var kept: [(identifier: String, entry: SharedCacheEntry, freshFor: Duration)] = []
         var fresh: [String: ProductAnswer] = [:]
@@ -184,14 +214,15 @@ public final class ProductsFetchService: Sendable {
         for (index, entry) in found.enumerated() {
             guard let entry else { continue }
             let freshFor = Duration.milliseconds(entry.freshUntilUnixMS - nowUnixMS)
-            kept.append((missing[index], entry, freshFor))
-            if freshFor > .zero { fresh[missing[index]] = entry.answer } else { anyStale = true }
+            kept.append((asked[index], entry, freshFor))
+            if freshFor > .zero { fresh[asked[index]] = entry.answer } else { anyStale = true }
         }
-        guard !kept.isEmpty else { return missing }
-        cache.store(shared: kept, scope: scope, now: .now)
+        guard !kept.isEmpty else { return asked }
+        let identifiers = call.identifiers
+        cache.store(shared: kept, scope: call.scope, now: .now)
         if !fresh.isEmpty {
-            for index in identifiers.indices where answers[index] == nil {
-                if let answer = fresh[identifiers[index]] { answers[index] = answer }
+            for index in identifiers.indices where call.answers[index] == nil {
+                if let answer = fresh[identifiers[index]] { call.answers[index] = answer }
             }
             metrics.recordSharedHits(fresh.count)
         }
@@ -199,16 +230,13 @@ public final class ProductsFetchService: Sendable {
             // Now in memory: `stale-while-revalidate` ones answer (and are
             // refreshed) as a memory lookup would have answered them.
             var revalidating: [String] = []
-            _ = cache.lookup(scope: scope, identifiers: identifiers, now: .now, into: &answers, revalidating: &revalidating)
+            _ = cache.lookup(scope: call.scope, identifiers: identifiers, now: .now, into: &call.answers, revalidating: &revalidating)
             if !revalidating.isEmpty {
                 metrics.recordStaleIdentifiers(revalidating.count)
-                revalidate(revalidating, scope: scope, requestID: requestID, deadline: deadline)
-                stale.append(contentsOf: revalidating)
+                revalidate(revalidating, scope: call.scope, requestID: call.requestID, deadline: call.deadline)
             }
         }
-        var still: [String] = []
-        for index in identifiers.indices where answers[index] == nil { still.append(identifiers[index]) }
-        return still
+        return call.missing
     }
 
     /// `stale-while-revalidate`: one background fetch per identifier
@@ -254,5 +282,41 @@ public final class ProductsFetchService: Sendable {
     @discardableResult
     public func waitForFetches() async -> Bool {
         await coalescer.waitUntilIdle()
+    }
+}
+
+/// One `products.fetch` call between its steps (memory, shared tier,
+/// upstream): what it asked for and the answers found so far. A value:
+/// each step works on its own copy, on the call's loop.
+private struct CallInProgress: Sendable {
+    let identifiers: [String]
+    let scope: FetchScope
+    let region: ResolvedRegion
+    let requestID: String
+    let deadline: ContinuousClock.Instant
+    /// One slot per requested identifier, in request order: a product's
+    /// bytes, `.unknown`, or nil while nothing answered it yet.
+    var answers: [ProductAnswer?]
+
+    init(identifiers: [String], scope: FetchScope, region: ResolvedRegion, requestID: String, deadline: ContinuousClock.Instant) {
+        self.identifiers = identifiers
+        self.scope = scope
+        self.region = region
+        self.requestID = requestID
+        self.deadline = deadline
+        self.answers = [ProductAnswer?](repeating: nil, count: identifiers.count)
+    }
+
+    /// The identifiers nothing answered yet, in request order.
+    var missing: [String] {
+        var missing: [String] = []
+        for index in identifiers.indices where answers[index] == nil { missing.append(identifiers[index]) }
+        return missing
+    }
+
+    /// The call's `result`: every identifier no page and no entry has a
+    /// product for is invalid.
+    var result: EncodedJSON {
+        ProductsResult.encoded(requested: identifiers, answers: answers, region: region)
     }
 }

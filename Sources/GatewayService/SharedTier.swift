@@ -139,12 +139,31 @@ final class SharedTier: Sendable {
     /// holds, or nil (none, or one that does not parse: ignored and
     /// counted). Nil as a whole when Redis could not be asked.
     func lookup(scope: FetchScope, identifiers: [String]) async -> [SharedCacheEntry?]? {
+        await withCheckedContinuation { continuation in
+            lookup(scope: scope, identifiers: identifiers) { continuation.resume(returning: $0) }
+        }
+    }
+
+    /// ``lookup(scope:identifiers:)`` for a call that runs on its loop
+    /// without a task: `completion` runs on this loop, once, when Redis has
+    /// answered (or at once when it cannot be asked).
+    func lookup(scope: FetchScope, identifiers: [String], completion: @escaping @Sendable ([SharedCacheEntry?]?) -> Void) {
         // `GATEWAY_CACHE_MAX_TTL_S=0`: nothing is reused, from memory or Redis.
-        guard maxTTLSeconds > 0, let connection = readyConnection() else { return nil }
+        guard maxTTLSeconds > 0, let connection = readyConnection() else {
+            completion(nil)
+            return
+        }
         var arguments: [[UInt8]] = [Array("MGET".utf8)]
         arguments.reserveCapacity(identifiers.count + 1)
         for identifier in identifiers { arguments.append(keys.entry(scope, identifier)) }
-        switch await connection.command(arguments) {
+        connection.send(arguments) { [self] reply in
+            completion(entries(of: reply, identifiers: identifiers))
+        }
+    }
+
+    /// The entries of an `MGET` reply, in `identifiers`' order.
+    private func entries(of reply: Result<RedisValue, RedisError>, identifiers: [String]) -> [SharedCacheEntry?]? {
+        switch reply {
         case .success(.array(let values)) where values.count == identifiers.count:
             var garbage = 0
             var entries: [SharedCacheEntry?] = []

@@ -20,17 +20,48 @@ public struct JSONRPCServer<Context: Sendable>: Sendable {
     /// JSON, and once for a batch refused as a whole.
     public typealias Observer = @Sendable (JSONRPCCallRecord, Context) -> Void
 
-    /// A method's answer when it can be given without suspending (for
-    /// `products.fetch`: every product fresh in memory), or `nil` when the
-    /// method must run as its ``Method``.
-    public typealias ImmediateMethod = @Sendable (JSONRPCRequest, Context) -> Result<JSONValue, JSONRPCError>?
+    /// A method run without a task: its answer now (for `products.fetch`:
+    /// every product fresh in memory), or a promise to call back once
+    /// (`later`), or `nil` when the method must run as its ``Method``.
+    public typealias ImmediateMethod = @Sendable (JSONRPCRequest, Context) -> JSONRPCImmediateOutcome?
 
     /// What ``start(body:context:)`` could do without suspending.
     public enum Start: Sendable {
         /// The reply is ready.
         case answered(JSONRPCReply)
+        /// A single call whose method answers later, by callback; `begin`
+        /// gives the reply.
+        case deferred(DeferredCall)
         /// A method must run as a task; `finish` gives the reply.
         case pending(PendingBody)
+    }
+
+    /// A single call whose ``ImmediateMethod`` answers later: the request
+    /// is parsed and decoded once, and no task runs unless the method
+    /// starts one.
+    public struct DeferredCall: Sendable {
+        fileprivate let server: JSONRPCServer
+        fileprivate let request: JSONRPCRequest
+        fileprivate let context: Context
+        fileprivate let started: ContinuousClock.Instant
+        fileprivate let answerLater: JSONRPCImmediateOutcome.Later
+
+        /// Lets the method go on; `reply` is called once, on whichever
+        /// thread the method answers from (possibly before this returns).
+        public func begin(_ reply: @escaping @Sendable (JSONRPCReply) -> Void) {
+            let server = self.server
+            let request = self.request
+            let context = self.context
+            let started = self.started
+            answerLater { outcome in
+                server.observe(method: request.method, outcome: outcome, duration: ContinuousClock.now - started, isNotification: request.isNotification, context: context)
+                guard let id = request.id else {
+                    reply(.noContent)
+                    return
+                }
+                reply(JSONRPCServer.reply(JSONRPCResponse(id: id, outcome: outcome)))
+            }
+        }
     }
 
     /// A parsed body whose methods must run; the parse is not repeated.
@@ -71,16 +102,20 @@ public struct JSONRPCServer<Context: Sendable>: Sendable {
     public func handle(body: [UInt8], context: Context) async -> JSONRPCReply {
         switch start(body: body, context: context) {
         case .answered(let reply): reply
+        case .deferred(let call): await withCheckedContinuation { continuation in call.begin { continuation.resume(returning: $0) } }
         case .pending(let pending): await pending.finish()
         }
     }
 
     /// Parses a body and answers it at once when no method needs to
     /// suspend: a body that is not JSON or not a request, an unknown method,
-    /// or a single call whose ``ImmediateMethod`` answers. Anything else
-    /// (batches, calls that wait) is returned to be finished in a task, with
-    /// its parse kept. The answer is the same either way; the immediate one
-    /// costs no task and no trip through the executor.
+    /// or a single call whose ``ImmediateMethod`` answers. A single call
+    /// whose immediate method answers later is returned as a
+    /// ``DeferredCall``. Anything else (batches, calls of methods without an
+    /// immediate form) is returned to be finished in a task, with its parse
+    /// kept. The answer is the same every way; the immediate and deferred
+    /// ones cost no task and no trip through the executor unless the method
+    /// itself needs one.
     public func start(body: [UInt8], context: Context) -> Start {
         let document: JSONValue
         do {
@@ -105,7 +140,12 @@ public struct JSONRPCServer<Context: Sendable>: Sendable {
         if methods[request.method] == nil {
             outcome = .failure(.methodNotFound(request.method))
         } else if let immediate = immediateMethods[request.method], let answer = immediate(request, context) {
-            outcome = answer
+            switch answer {
+            case .answer(let now):
+                outcome = now
+            case .later(let answerLater):
+                return .deferred(DeferredCall(server: self, request: request, context: context, started: started, answerLater: answerLater))
+            }
         } else {
             return .pending(PendingBody(server: self, document: document, context: context))
         }
@@ -267,4 +307,17 @@ public struct JSONRPCServer<Context: Sendable>: Sendable {
         writer.endArray()
         return writer.bytes
     }
+}
+
+/// What an immediate method (``JSONRPCServer/ImmediateMethod``) did.
+public enum JSONRPCImmediateOutcome: Sendable {
+    /// Begins the rest of the method; calls `answer` exactly once, from any
+    /// thread, possibly before returning.
+    public typealias Later = @Sendable (_ answer: @escaping @Sendable (Result<JSONValue, JSONRPCError>) -> Void) -> Void
+
+    /// The outcome, without waiting.
+    case answer(Result<JSONValue, JSONRPCError>)
+    /// The outcome comes later, by callback: for a call that waits on I/O
+    /// its own loop can finish (a Redis lookup) without a task.
+    case later(Later)
 }

@@ -14,15 +14,32 @@ import Testing
         var count: Int { records.withLock { $0.count } }
     }
 
-    /// `echo` answers at once when its param is `"now"`, and otherwise only
-    /// as an async method.
-    static func server(_ observations: Observations) -> JSONRPCServer<String> {
+    /// Holds the callback of a deferred `echo` until the test answers it.
+    final class HeldAnswer: Sendable {
+        let answer = Mutex<(@Sendable (Result<JSONValue, JSONRPCError>) -> Void)?>(nil)
+        func answer(_ outcome: Result<JSONValue, JSONRPCError>) {
+            let held = answer.withLock { held in
+                defer { held = nil }
+                return held
+            }
+            held?(outcome)
+        }
+    }
+
+    /// `echo` answers at once when its param is `"now"`, by callback when it
+    /// is `"callback"` (held until the test answers), and otherwise only as
+    /// an async method.
+    static func server(_ observations: Observations, held: HeldAnswer = HeldAnswer()) -> JSONRPCServer<String> {
         JSONRPCServer<String>(
             maxBatchSize: 10,
             methods: ["echo": { request, _ in .success(.string("later")) }],
             immediateMethods: ["echo": { request, _ in
-                guard case .array(let values)? = request.params, values.first == .string("now") else { return nil }
-                return .success(.string("now"))
+                guard case .array(let values)? = request.params else { return nil }
+                switch values.first {
+                case .string("now"): return .answer(.success(.string("now")))
+                case .string("callback"): return .later { answer in held.answer.withLock { $0 = answer } }
+                default: return nil
+                }
             }],
             observer: { record, _ in observations.add(record) }
         )
@@ -72,5 +89,49 @@ import Testing
         #expect(observations.count == 0) // nothing counted for the immediate try
         #expect(Self.text(await pending.finish()) == reply)
         #expect(observations.count == 1)
+    }
+
+    @Test func aDeferredCallIsAnsweredWhenItsMethodCallsBackAndObservedOnce() {
+        let observations = Observations()
+        let held = HeldAnswer()
+        let body = #"{"jsonrpc":"2.0","method":"echo","params":["callback"],"id":"c"}"#
+        guard case .deferred(let call) = Self.server(observations, held: held).start(body: Array(body.utf8), context: "") else {
+            Issue.record("\(body) was not deferred")
+            return
+        }
+        let replies = Mutex<[String?]>([])
+        call.begin { reply in replies.withLock { $0.append(Self.text(reply)) } }
+        #expect(replies.withLock { $0 }.isEmpty)
+        #expect(observations.count == 0)
+        held.answer(.failure(.invalidParams("productIdentifiers is required")))
+        #expect(replies.withLock { $0 } == [#"{"jsonrpc":"2.0","error":{"code":-32602,"message":"Invalid params: productIdentifiers is required"},"id":"c"}"#])
+        #expect(observations.count == 1)
+    }
+
+    @Test func aDeferredNotificationHasNoContent() {
+        let observations = Observations()
+        let held = HeldAnswer()
+        let body = #"{"jsonrpc":"2.0","method":"echo","params":["callback"]}"#
+        guard case .deferred(let call) = Self.server(observations, held: held).start(body: Array(body.utf8), context: "") else {
+            Issue.record("\(body) was not deferred")
+            return
+        }
+        let replies = Mutex<[JSONRPCReply]>([])
+        call.begin { reply in replies.withLock { $0.append(reply) } }
+        held.answer(.success(.string("done")))
+        guard case [.noContent] = replies.withLock({ $0 }) else {
+            Issue.record("expected one reply without content, got \(replies.withLock { $0 })")
+            return
+        }
+        #expect(observations.count == 1)
+    }
+
+    @Test func handleWaitsForADeferredAnswer() async {
+        let held = HeldAnswer()
+        let server = Self.server(Observations(), held: held)
+        async let reply = server.handle(body: Array(#"{"jsonrpc":"2.0","method":"echo","params":["callback"],"id":7}"#.utf8), context: "")
+        while held.answer.withLock({ $0 == nil }) { await Task.yield() }
+        held.answer(.success(.string("called back")))
+        #expect(Self.text(await reply) == #"{"jsonrpc":"2.0","result":"called back","id":7}"#)
     }
 }
