@@ -80,9 +80,17 @@ struct SharedCacheEntry: Equatable, Sendable {
     /// Whether `payload` begins as ``Product/encoded`` writes the product of
     /// `identifier` (identifiers need no escapes: `A-Z a-z 0-9 . _ -`).
     static func payload(_ payload: [UInt8], answers identifier: String) -> Bool {
-        let head = Array(#"{"productIdentifier":""#.utf8) + Array(identifier.utf8) + [UInt8(ascii: "\"")]
-        guard payload.count > head.count, payload.starts(with: head) else { return false }
-        let next = payload[head.count]
+        // Compared piece by piece in place: this runs for every entry of
+        // every shared-tier hit.
+        let opening = #"{"productIdentifier":""#.utf8
+        let name = identifier.utf8
+        let headCount = opening.count + name.count + 1
+        guard payload.count > headCount,
+              payload[..<opening.count].elementsEqual(opening),
+              payload[opening.count..<(opening.count + name.count)].elementsEqual(name),
+              payload[headCount - 1] == UInt8(ascii: "\"")
+        else { return false }
+        let next = payload[headCount]
         return next == UInt8(ascii: ",") || next == UInt8(ascii: "}")
     }
 
@@ -102,6 +110,21 @@ struct SharedTierKeys: Sendable {
     /// `{prefix}v1:p:{app}:{country}:{language or -}:{identifier}`: the
     /// fields after the app have no `:`, so a key names one scope.
     func entry(_ scope: FetchScope, _ identifier: String) -> [UInt8] {
-        Array("\(prefix)v1:p:\(scope.appID):\(scope.country.text):\(scope.language?.text ?? "-"):\(identifier)".utf8)
+        // Bytes appended to one buffer: every identifier of every memory
+        // miss gets a key, and an interpolated String would be built and
+        // copied first.
+        let language = scope.language?.text ?? "-"
+        var key: [UInt8] = []
+        key.reserveCapacity(prefix.utf8.count + 6 + scope.appID.utf8.count + 4 + language.utf8.count + identifier.utf8.count)
+        key.append(contentsOf: prefix.utf8)
+        key.append(contentsOf: "v1:p:".utf8)
+        key.append(contentsOf: scope.appID.utf8)
+        key.append(UInt8(ascii: ":"))
+        key.append(contentsOf: scope.country.text.utf8)
+        key.append(UInt8(ascii: ":"))
+        key.append(contentsOf: language.utf8)
+        key.append(UInt8(ascii: ":"))
+        key.append(contentsOf: identifier.utf8)
+        return key
     }
 }

@@ -111,7 +111,15 @@ private struct WriterFormScanner {
 
     private mutating func scanString() -> Bool {
         guard consume(UInt8(ascii: "\"")) else { return false }
-        while let byte = current {
+        while true {
+            // Runs of plain printable ASCII, most of a product's text, in
+            // a tight loop; the switch below handles everything else.
+            while position < input.count {
+                let byte = input[position]
+                guard byte >= 0x20, byte < 0x80, byte != UInt8(ascii: "\""), byte != UInt8(ascii: "\\") else { break }
+                position += 1
+            }
+            guard let byte = current else { return false }
             switch byte {
             case UInt8(ascii: "\""):
                 position += 1
@@ -147,7 +155,6 @@ private struct WriterFormScanner {
                 guard scanUTF8Sequence() else { return false }
             }
         }
-        return false
     }
 
     /// One well-formed multi-byte UTF-8 sequence (no overlong forms, no

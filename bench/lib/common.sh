@@ -440,6 +440,17 @@ cpu_ticks() {
     awk '{ print $14 + $15 }' "/proc/$1/stat" 2>/dev/null || echo 0
 }
 
+# tree_ticks PID — clock ticks used by PID and its children (an nginx master
+# and its workers; a gateway is one process).
+tree_ticks() {
+    local total child
+    total=$(cpu_ticks "$1")
+    for child in $(pgrep -P "$1" 2>/dev/null); do
+        total=$((total + $(cpu_ticks "$child")))
+    done
+    echo "$total"
+}
+
 # run_wrk CONNS SECONDS URL [VAR=value...] — one wrk run pinned to the client
 # CPUs; prints the BENCH_RESULT json (empty on failure).
 run_wrk() {
