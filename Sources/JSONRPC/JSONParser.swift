@@ -340,7 +340,7 @@ public struct JSONParser {
     /// `index` (at least 0x80), per the well-formed table of Unicode 15
     /// section 3.9: no overlong forms, no encoded surrogates, nothing past
     /// U+10FFFF.
-    private static func validUTF8Length(in input: UnsafeBufferPointer<UInt8>, at index: Int) throws(JSONParseError) -> Int {
+    static func validUTF8Length(in input: UnsafeBufferPointer<UInt8>, at index: Int) throws(JSONParseError) -> Int {
         let length: Int
         var secondRange: ClosedRange<UInt8> = 0x80 ... 0xBF
         switch input[index] {
@@ -437,23 +437,24 @@ public struct JSONParser {
     }
 }
 
+/// The bytes of JSON's grammar, shared by ``JSONParser`` and ``JSONScanner``.
 extension UInt8 {
-    fileprivate static let tab = UInt8(ascii: "\t")
-    fileprivate static let lineFeed = UInt8(ascii: "\n")
-    fileprivate static let carriageReturn = UInt8(ascii: "\r")
-    fileprivate static let space = UInt8(ascii: " ")
-    fileprivate static let quote = UInt8(ascii: "\"")
-    fileprivate static let plus = UInt8(ascii: "+")
-    fileprivate static let comma = UInt8(ascii: ",")
-    fileprivate static let minus = UInt8(ascii: "-")
-    fileprivate static let period = UInt8(ascii: ".")
-    fileprivate static let slash = UInt8(ascii: "/")
-    fileprivate static let digitZero = UInt8(ascii: "0")
-    fileprivate static let digitNine = UInt8(ascii: "9")
-    fileprivate static let colon = UInt8(ascii: ":")
-    fileprivate static let openBracket = UInt8(ascii: "[")
-    fileprivate static let backslash = UInt8(ascii: "\\")
-    fileprivate static let closeBracket = UInt8(ascii: "]")
-    fileprivate static let openBrace = UInt8(ascii: "{")
-    fileprivate static let closeBrace = UInt8(ascii: "}")
+    static let tab = UInt8(ascii: "\t")
+    static let lineFeed = UInt8(ascii: "\n")
+    static let carriageReturn = UInt8(ascii: "\r")
+    static let space = UInt8(ascii: " ")
+    static let quote = UInt8(ascii: "\"")
+    static let plus = UInt8(ascii: "+")
+    static let comma = UInt8(ascii: ",")
+    static let minus = UInt8(ascii: "-")
+    static let period = UInt8(ascii: ".")
+    static let slash = UInt8(ascii: "/")
+    static let digitZero = UInt8(ascii: "0")
+    static let digitNine = UInt8(ascii: "9")
+    static let colon = UInt8(ascii: ":")
+    static let openBracket = UInt8(ascii: "[")
+    static let backslash = UInt8(ascii: "\\")
+    static let closeBracket = UInt8(ascii: "]")
+    static let openBrace = UInt8(ascii: "{")
+    static let closeBrace = UInt8(ascii: "}")
 }

@@ -15,15 +15,26 @@ public struct DecimalAmount: Sendable, Hashable, CustomStringConvertible {
     /// only alone before the point (`0.99`, not `007`), because the text is written
     /// into the response as a JSON number and JSON forbids leading zeros.
     public init?(_ text: String) {
-        let bytes = Array(text.utf8)
-        guard (1...Self.maxLength).contains(bytes.count) else { return nil }
-        let parts = bytes.split(separator: UInt8(ascii: "."), maxSplits: 1, omittingEmptySubsequences: false)
-        let integer = parts[0]
-        guard !integer.isEmpty, integer.allSatisfy(Self.isDigit) else { return nil }
-        guard integer.count == 1 || integer.first != UInt8(ascii: "0") else { return nil }
-        if parts.count == 2 {
-            guard !parts[1].isEmpty, parts[1].allSatisfy(Self.isDigit) else { return nil }
+        // Read in place: an upstream body carries one amount per price and
+        // offer, and copying the bytes out would cost an allocation each.
+        let utf8 = text.utf8
+        guard (1...Self.maxLength).contains(utf8.count) else { return nil }
+        var integerDigits = 0
+        var fractionDigits = 0
+        var sawPoint = false
+        for byte in utf8 {
+            if byte == UInt8(ascii: "."), !sawPoint {
+                sawPoint = true
+            } else if !Self.isDigit(byte) {
+                return nil
+            } else if sawPoint {
+                fractionDigits += 1
+            } else {
+                integerDigits += 1
+            }
         }
+        guard integerDigits > 0, !sawPoint || fractionDigits > 0 else { return nil }
+        guard integerDigits == 1 || utf8.first != UInt8(ascii: "0") else { return nil }
         self.text = text
     }
 

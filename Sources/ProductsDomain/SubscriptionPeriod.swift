@@ -25,21 +25,23 @@ public struct SubscriptionPeriod: Sendable, Equatable {
     /// allows them). Designators are upper case; time parts (`PT1H`) and several
     /// components (`P1Y2M`) are refused.
     public init?(iso8601 text: String) {
-        let bytes = Array(text.utf8)
-        guard bytes.count >= 3, bytes.first == UInt8(ascii: "P") else { return nil }
-        let digits = bytes[1..<(bytes.count - 1)]
-        guard digits.count <= 4, digits.allSatisfy({ (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) }) else {
-            return nil
-        }
+        // Read in place: no copy of the bytes for each period of a body.
+        let utf8 = text.utf8
+        // `P`, one to four digits, the designator.
+        guard (3...6).contains(utf8.count), utf8.first == UInt8(ascii: "P"), let designator = utf8.last else { return nil }
         let unit: PeriodUnit
-        switch bytes[bytes.count - 1] {
+        switch designator {
         case UInt8(ascii: "D"): unit = .day
         case UInt8(ascii: "W"): unit = .week
         case UInt8(ascii: "M"): unit = .month
         case UInt8(ascii: "Y"): unit = .year
         default: return nil
         }
-        let count = digits.reduce(0) { $0 * 10 + Int($1 - UInt8(ascii: "0")) }
+        var count = 0
+        for byte in utf8.dropFirst().dropLast() {
+            guard (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte) else { return nil }
+            count = count * 10 + Int(byte - UInt8(ascii: "0"))
+        }
         self.init(unit: unit, numberOfUnits: count)
     }
 

@@ -37,6 +37,20 @@ public struct UpstreamProductsPage: Sendable, Equatable {
     /// - Parameter body: The response body bytes.
     /// - Throws: `UpstreamBodyError` naming the path of the first problem.
     public static func parse(_ body: [UInt8]) throws(UpstreamBodyError) -> UpstreamProductsPage {
+        // Every fetch that misses the cache reads a body: one pass over the
+        // bytes, without a tree or paths. That reading gives no reasons, so
+        // a body it gives up on is read again the tree-based way, which
+        // names the problem (or, in the rare cases it accepts and the
+        // one-pass reading does not, returns the page).
+        if let page = UpstreamBodyReader.page(from: body) {
+            return page
+        }
+        return try parseViaTree(body)
+    }
+
+    /// ``parse(_:)`` through a `JSONValue` tree read with `JSONFieldReader`:
+    /// the reading that decides what a body means and words every refusal.
+    static func parseViaTree(_ body: [UInt8]) throws(UpstreamBodyError) -> UpstreamProductsPage {
         let root: JSONValue
         do {
             root = try JSONParser.parse(body)

@@ -118,3 +118,87 @@ struct CanonicalFormTests {
         #expect(tag?.primaryLanguage == primary)
     }
 }
+
+/// Amounts, currency codes and periods are read in place, without copying
+/// their bytes out; these are the copying readings they replaced, compared
+/// with them over every short text of the characters that matter.
+@Suite("In-place readings of amounts, currencies and periods")
+struct InPlaceReadingTests {
+    /// Every text of up to `maxLength` of `characters`.
+    static func texts(of characters: [String], maxLength: Int) -> [String] {
+        var all = [""]
+        var previous = [""]
+        for _ in 0 ..< maxLength {
+            previous = previous.flatMap { prefix in characters.map { prefix + $0 } }
+            all += previous
+        }
+        return all
+    }
+
+    static func copyingAmount(_ text: String) -> String? {
+        let bytes = Array(text.utf8)
+        guard (1...DecimalAmount.maxLength).contains(bytes.count) else { return nil }
+        let isDigit = { (byte: UInt8) in (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte) }
+        let parts = bytes.split(separator: UInt8(ascii: "."), maxSplits: 1, omittingEmptySubsequences: false)
+        let integer = parts[0]
+        guard !integer.isEmpty, integer.allSatisfy(isDigit) else { return nil }
+        guard integer.count == 1 || integer.first != UInt8(ascii: "0") else { return nil }
+        if parts.count == 2 {
+            guard !parts[1].isEmpty, parts[1].allSatisfy(isDigit) else { return nil }
+        }
+        return text
+    }
+
+    static func copyingCurrency(_ text: String) -> String? {
+        let bytes = Array(text.utf8)
+        guard bytes.count == 3 else { return nil }
+        var upper: [UInt8] = []
+        for byte in bytes {
+            switch byte {
+            case UInt8(ascii: "A")...UInt8(ascii: "Z"): upper.append(byte)
+            case UInt8(ascii: "a")...UInt8(ascii: "z"): upper.append(byte - 0x20)
+            default: return nil
+            }
+        }
+        return String(decoding: upper, as: UTF8.self)
+    }
+
+    static func copyingPeriod(_ text: String) -> SubscriptionPeriod? {
+        let bytes = Array(text.utf8)
+        guard bytes.count >= 3, bytes.first == UInt8(ascii: "P") else { return nil }
+        let digits = bytes[1..<(bytes.count - 1)]
+        guard digits.count <= 4, digits.allSatisfy({ (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) }) else {
+            return nil
+        }
+        let unit: PeriodUnit
+        switch bytes[bytes.count - 1] {
+        case UInt8(ascii: "D"): unit = .day
+        case UInt8(ascii: "W"): unit = .week
+        case UInt8(ascii: "M"): unit = .month
+        case UInt8(ascii: "Y"): unit = .year
+        default: return nil
+        }
+        return SubscriptionPeriod(unit: unit, numberOfUnits: digits.reduce(0) { $0 * 10 + Int($1 - UInt8(ascii: "0")) })
+    }
+
+    @Test func amounts() {
+        let texts = Self.texts(of: ["0", "1", "9", ".", "-", "a", "é"], maxLength: 5)
+            + ["0.00", "10.50", String(repeating: "9", count: 32), String(repeating: "9", count: 33), "1" + String(repeating: "0", count: 30) + ".5"]
+        for text in texts {
+            #expect(DecimalAmount(text)?.text == Self.copyingAmount(text), "\(text)")
+        }
+    }
+
+    @Test func currencies() {
+        for text in Self.texts(of: ["A", "z", "e", "U", "@", "[", "`", "{", "1", "é"], maxLength: 4) {
+            let code = CurrencyCode(text)?.text
+            #expect(code.map { Array($0.utf8) } == Self.copyingCurrency(text).map { Array($0.utf8) }, "\(text)")
+        }
+    }
+
+    @Test func periods() {
+        for text in Self.texts(of: ["P", "0", "1", "9", "D", "W", "M", "Y", "m", "é"], maxLength: 5) + ["P0001D", "P9999Y", "P10000Y", "P00000D", "P12345"] {
+            #expect(SubscriptionPeriod(iso8601: text) == Self.copyingPeriod(text), "\(text)")
+        }
+    }
+}

@@ -1,5 +1,6 @@
 import BenchSupport
 import Benchmark
+import ProductsDomain
 
 let benchmarks: @Sendable () -> Void = {
     Benchmark.defaultConfiguration = .init(
@@ -34,10 +35,49 @@ let benchmarks: @Sendable () -> Void = {
             blackHole(await cold.handle(body: requestBody, context: requestContext))
         }
     }
+
+    // Nothing kept, and the source reads the TLS upstream's body on every
+    // fetch: the cold path of `bench/run` without the HTTP exchanges.
+    let upstream = makeServer(source: UpstreamBodySource())
+    Benchmark("products.fetch no cache, upstream body, 5 ids") { benchmark in
+        for _ in benchmark.scaledIterations {
+            blackHole(await upstream.handle(body: upstreamRequestBody, context: requestContext))
+        }
+    }
+
+    // What the harness allocates per iteration of a synchronous
+    // benchmark: subtract it from the two rows below.
+    Benchmark("harness floor (sync no-op)") { benchmark in
+        for _ in benchmark.scaledIterations {
+            blackHole(syncNoop())
+        }
+    }
+
+    // The upstream's part of a call without cache: the TLS upstream's
+    // 5-product body read into a page.
+    Benchmark("upstream body parse, 5 products") { benchmark in
+        for _ in benchmark.scaledIterations {
+            blackHole(try? UpstreamProductsPage.parse(upstreamBody))
+        }
+    }
+
+    // The same body read and its products normalised and encoded, as an
+    // upstream `200` becomes a `SourcePage`.
+    Benchmark("upstream body to SourcePage, 5 products") { benchmark in
+        for _ in benchmark.scaledIterations {
+            blackHole(sourcePage(fromUpstreamBody: upstreamBody))
+        }
+    }
 }
 
 /// An async call that does nothing, for the harness floor.
 @inline(never)
 func noop() async -> Int {
+    0
+}
+
+/// A call that does nothing, for the synchronous harness floor.
+@inline(never)
+func syncNoop() -> Int {
     0
 }

@@ -1,3 +1,4 @@
+import Foundation
 import GatewayService
 import JSONRPC
 import Logging
@@ -24,6 +25,11 @@ public struct CatalogSource: ProductSource {
 /// without the HTTP front and without the observer (its metrics and log
 /// line are the application's, not the engine's or the service's).
 public func makeServer(maxAgeSeconds: Int?) -> JSONRPCServer<RPCCallContext> {
+    makeServer(source: CatalogSource(maxAgeSeconds: maxAgeSeconds))
+}
+
+/// ``makeServer(maxAgeSeconds:)`` with another source.
+public func makeServer(source: some ProductSource) -> JSONRPCServer<RPCCallContext> {
     let service = ProductsFetchService(
         settings: .init(
             appID: "demo",
@@ -33,7 +39,7 @@ public func makeServer(maxAgeSeconds: Int?) -> JSONRPCServer<RPCCallContext> {
             cacheMaxTTLSeconds: 60,
             regionResolver: RegionResolver(configuredDefault: nil, systemLocale: SystemLocale(environment: [:]))
         ),
-        source: CatalogSource(maxAgeSeconds: maxAgeSeconds),
+        source: source,
         metrics: GatewayMetrics()
     )
     return JSONRPCServer<RPCCallContext>(
@@ -57,3 +63,45 @@ public let requestContext = RPCCallContext(
     requestID: "bench-request-1",
     logger: Logger(label: "bench") { _ in SwiftLogNoOpLogHandler() }
 )
+
+/// The fixed 5-product `200` body the TLS upstream serves in `bench/run`
+/// (`bench/lib/upstream-body.json`): two subscriptions, three one-time
+/// purchases, no unknown ids.
+public let upstreamBody: [UInt8] = {
+    let path = URL(fileURLWithPath: #filePath)
+        .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent().appendingPathComponent("lib/upstream-body.json").path
+    guard let bytes = FileManager.default.contents(atPath: path) else {
+        fatalError("upstream body not found at \(path)")
+    }
+    return Array(bytes)
+}()
+
+/// What the gateway does with an upstream `200` body before anything is
+/// cached or answered: the body read into a page, each product normalised
+/// and encoded once.
+@inline(never)
+public func sourcePage(fromUpstreamBody body: [UInt8]) -> SourcePage? {
+    guard let page = try? UpstreamProductsPage.parse(body) else { return nil }
+    return SourcePage(page: page, maxAgeSeconds: nil)
+}
+
+/// The TLS upstream's body read on every fetch, as the gateway reads an
+/// upstream `200` (without the HTTP exchange), and never kept: every call
+/// parses, normalises and encodes the five products.
+public struct UpstreamBodySource: ProductSource {
+    public init() {}
+
+    public func fetch(_ request: SourceRequest) async -> Result<SourcePage, ProductsFetchFailure> {
+        do {
+            return .success(SourcePage(page: try UpstreamProductsPage.parse(upstreamBody), maxAgeSeconds: nil))
+        } catch {
+            return .failure(.internalError(upstreamStatus: 200, detail: error.message))
+        }
+    }
+}
+
+/// The call `bench/run` sends: the five products of ``upstreamBody``.
+public let upstreamRequestBody = Array(#"""
+{"jsonrpc":"2.0","id":1,"method":"products.fetch","params":{"productIdentifiers":["premium_monthly","premium_yearly","coins_100","coins_1200","remove_ads"],"countryCode":"DE"}}
+"""#.utf8)

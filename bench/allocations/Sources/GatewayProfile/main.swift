@@ -1,7 +1,9 @@
 import BenchSupport
 import Dispatch
+import Foundation
 import GatewayService
 import JSONRPC
+import ProductsDomain
 
 // Runs the benchmark's calls in a plain loop, for an instruction profiler:
 //   valgrind --tool=callgrind .build/release/GatewayProfile hot 2000
@@ -15,15 +17,39 @@ import JSONRPC
 let arguments = CommandLine.arguments
 let variant = arguments.count > 1 ? arguments[1] : "hot"
 let iterations = arguments.count > 2 ? Int(arguments[2]) ?? 2000 : 2000
-guard variant == "hot" || variant == "cold" else {
-    fatalError("usage: GatewayProfile hot|cold [iterations]")
+guard ["hot", "cold", "upstream", "parse", "page"].contains(variant) else {
+    fatalError("usage: GatewayProfile hot|cold|upstream|parse|page [iterations]")
+}
+
+/// `parse`: the upstream body read into a page; `page`: that and its
+/// products normalised and encoded, as a `SourcePage`.
+@inline(never)
+func profiledParses(_ count: Int, encoding: Bool) -> Int {
+    var products = 0
+    for _ in 0 ..< count {
+        if encoding {
+            products += sourcePage(fromUpstreamBody: upstreamBody)?.encodedProducts.count ?? 0
+        } else {
+            products += (try? UpstreamProductsPage.parse(upstreamBody))?.items.count ?? 0
+        }
+    }
+    return products
+}
+
+if variant == "parse" || variant == "page" {
+    // The first parse pays for every lazy global.
+    _ = profiledParses(1, encoding: variant == "page")
+    let products = profiledParses(iterations, encoding: variant == "page")
+    print("\(variant): \(iterations) bodies, \(products / max(iterations, 1)) products each")
+    exit(0)
 }
 
 @inline(never)
 func profiledCalls(_ server: JSONRPCServer<RPCCallContext>, _ count: Int) async -> Int {
+    let request = variant == "upstream" ? upstreamRequestBody : requestBody
     var bytes = 0
     for _ in 0 ..< count {
-        if case .json(let body) = await server.handle(body: requestBody, context: requestContext) {
+        if case .json(let body) = await server.handle(body: request, context: requestContext) {
             bytes += body.count
         }
     }
@@ -34,7 +60,7 @@ let finished = DispatchSemaphore(value: 0)
 // Detached: a task made here would inherit the main actor, whose thread is
 // the one waiting below.
 Task.detached { [variant, iterations, finished] in
-    let server = makeServer(maxAgeSeconds: variant == "hot" ? 30 : nil)
+    let server = variant == "upstream" ? makeServer(source: UpstreamBodySource()) : makeServer(maxAgeSeconds: variant == "hot" ? 30 : nil)
     // The first call fills the cache (hot) and every lazy global.
     _ = await profiledCalls(server, 1)
     let written = await profiledCalls(server, iterations)
