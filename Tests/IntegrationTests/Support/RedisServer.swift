@@ -23,10 +23,28 @@ final class RedisServer: Sendable {
     }
 
     /// Starts a server and waits until it answers `PING`.
+    ///
+    /// The free port is found by binding port 0 and closing it, so another
+    /// socket (a client's ephemeral port) can take it before redis-server
+    /// binds it; a server that exits at once is started again on another
+    /// port.
     static func start(password: String? = nil) async throws -> RedisServer {
-        let server = RedisServer(port: try freePort(), password: password)
-        try await server.launch()
-        return server
+        var attempt = 1
+        while true {
+            let server = RedisServer(port: try freePort(), password: password)
+            do {
+                try await server.launch()
+                return server
+            } catch is ExitedAtStart where attempt < 3 {
+                attempt += 1
+            }
+        }
+    }
+
+    /// redis-server ended before answering `PING` (its port was taken).
+    struct ExitedAtStart: Error, CustomStringConvertible {
+        let port: Int
+        var description: String { "redis-server on port \(port) exited at start" }
     }
 
     /// A port nothing listens on (the server is not started): for a tier
@@ -55,6 +73,7 @@ final class RedisServer: Sendable {
         process.withLock { $0 = child }
         let deadline = ContinuousClock.now + .seconds(10)
         while (try? cli("PING")) != "PONG" {
+            guard child.isRunning else { throw ExitedAtStart(port: port) }
             guard ContinuousClock.now < deadline else { throw TestHTTPError("redis-server on port \(port) did not start") }
             try await Task.sleep(for: .milliseconds(20))
         }
