@@ -129,7 +129,7 @@ let package = Package(
         ),
 
         // MARK: Fuzzing: libFuzzer's entry point over JSONRPC.
-        .executableTarget(name: "JSONRPCFuzz", dependencies: ["JSONRPC"], swiftSettings: strictSwift),
+        .executableTarget(name: "JSONRPCFuzz", dependencies: ["JSONRPC", "ProductsDomain"], swiftSettings: strictSwift),
 
         // MARK: Tests.
         .testTarget(

@@ -135,12 +135,15 @@ final class GatewayHTTPHandler: Sendable {
             var end = bytes.firstIndex(of: UInt8(ascii: ";")) ?? bytes.endIndex
             while start < end, bytes[start] == UInt8(ascii: " ") || bytes[start] == UInt8(ascii: "\t") { start += 1 }
             while end > start, bytes[end - 1] == UInt8(ascii: " ") || bytes[end - 1] == UInt8(ascii: "\t") { end -= 1 }
-            let expected = "application/json".utf8
-            guard end - start == expected.count else { return false }
-            // An ASCII letter differs from its upper case by 0x20 alone.
-            return zip(bytes[start..<end], expected).allSatisfy { sent, wanted in
-                wanted == UInt8(ascii: "/") ? sent == wanted : sent | 0x20 == wanted
+            let expected: StaticString = "application/json"
+            guard end - start == expected.utf8CodeUnitCount else { return false }
+            for offset in 0..<expected.utf8CodeUnitCount {
+                let sent = bytes[start + offset]
+                let wanted = expected.utf8Start[offset]
+                // An ASCII letter differs from its upper case by 0x20 alone.
+                guard wanted == UInt8(ascii: "/") ? sent == wanted : sent | 0x20 == wanted else { return false }
             }
+            return true
         }
     }
 

@@ -1,4 +1,5 @@
 import JSONRPC
+import ProductsDomain
 
 /// The checks made on one fuzz input; any failure stops the process with a
 /// message naming the broken promise.
@@ -26,6 +27,23 @@ struct FuzzCase {
             checkAccepted(document)
         }
         FuzzEngine.check(body: input, document: document)
+        checkUpstreamBodyReading()
+    }
+
+    // MARK: - The upstream body
+
+    /// The input as an upstream `200` body: the one-pass reader may give up
+    /// (the tree-based reading then decides), but a page it returns must be
+    /// exactly the tree's, and it never accepts what the tree refuses.
+    private func checkUpstreamBodyReading() {
+        guard let fast = UpstreamBodyReader.page(from: input) else { return }
+        let tree: UpstreamProductsPage
+        do {
+            tree = try UpstreamProductsPage.parseViaTree(input)
+        } catch {
+            fail("the one-pass reader accepted an upstream body the tree refuses (\(error.message)): \(Self.shown(input))")
+        }
+        require(fast == tree, "the one-pass reader read another page than the tree: \(Self.shown(input))")
     }
 
     // MARK: - Parser and writer

@@ -15,13 +15,13 @@ import JSONRPC
 /// last value wins, unknown members are ignored, `null` and absence mean the
 /// same for the optional members, and amounts, currencies and periods go
 /// through the same initializers.
-struct UpstreamBodyReader {
+package struct UpstreamBodyReader {
     private typealias Refusal = JSONScanner.Refusal
 
     private var scanner: JSONScanner
 
     /// The page in `body`, or `nil` when the one-pass reading gives up.
-    static func page(from body: [UInt8]) -> UpstreamProductsPage? {
+    package static func page(from body: [UInt8]) -> UpstreamProductsPage? {
         body.withUnsafeBufferPointer { bytes in
             var reader = UpstreamBodyReader(scanner: JSONScanner(bytes))
             return try? reader.page()

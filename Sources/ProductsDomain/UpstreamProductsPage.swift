@@ -50,7 +50,7 @@ public struct UpstreamProductsPage: Sendable, Equatable {
 
     /// ``parse(_:)`` through a `JSONValue` tree read with `JSONFieldReader`:
     /// the reading that decides what a body means and words every refusal.
-    static func parseViaTree(_ body: [UInt8]) throws(UpstreamBodyError) -> UpstreamProductsPage {
+    package static func parseViaTree(_ body: [UInt8]) throws(UpstreamBodyError) -> UpstreamProductsPage {
         let root: JSONValue
         do {
             root = try JSONParser.parse(body)
