@@ -130,7 +130,7 @@ struct UpstreamBodyDifferentialTests {
     /// A valid body as a tree of members, so that any one value can be
     /// swapped for other bytes: two products, one with every member (both
     /// offers included), one with only the required ones.
-    indirect enum Template {
+    enum Template {
         case text(String)
         case object([(name: String, value: Template)])
         case array([Template])
