@@ -14,7 +14,7 @@ import Testing
 /// accepts, the one-pass reading answers too (it may give up only on the
 /// repeated members of ``repeatedMemberBodies``); and `parse(_:)` answers
 /// exactly what the tree-based reading answers, page or message.
-@Suite("Upstream body: one-pass reading against the tree")
+@Suite("Upstream body: one-pass reading against the tree", .serialized)
 struct UpstreamBodyDifferentialTests {
     /// What a reading made of a body, compared byte for byte (`String ==`
     /// would call canonically equivalent texts equal).
@@ -225,14 +225,19 @@ struct UpstreamBodyDifferentialTests {
     @Test func corpusDocumentsInEveryMember() {
         let holes = Template.body.holes()
         var accepted = 0
-        for (name, bytes) in Self.corpus {
-            for hole in holes where Self.check(hole.template.bytes(filling: bytes), "\(name) at \(hole.label)").isPage {
-                accepted += 1
+        // Each document goes into every fifth member, shifted by its place
+        // in the corpus: every member still gets a fifth of the corpus (about
+        // 60 documents of each kind), at a fifth of the cost. All of it,
+        // 22,000 readings, kept the tests that share the CPU with it under
+        // ThreadSanitizer from their deadlines.
+        for (position, (name, bytes)) in Self.corpus.enumerated() {
+            for (index, hole) in holes.enumerated() where (index + position) % 5 == 0 {
+                if Self.check(hole.template.bytes(filling: bytes), "\(name) at \(hole.label)").isPage { accepted += 1 }
             }
         }
         // The unknown members take every valid document: the accepting
         // path is exercised, not only refusals.
-        #expect(accepted > 1000)
+        #expect(accepted > 150)
     }
 
     /// The depth limit counts the containers around a member too: nesting
