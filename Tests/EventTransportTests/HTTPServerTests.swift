@@ -6,6 +6,8 @@ import Testing
 /// A real ``HTTPServer`` on a free port, answering:
 /// - `/echo`: `200` with `METHOD path bodyLength`;
 /// - `/drop`: never answers (the responder is dropped);
+/// - `/deferred`: `first` from another thread, then `second` (ignored);
+/// - `/deferred-drop`: a deferred responder dropped unsent;
 /// - `/slow`: `slow`, after 200 ms;
 /// - `/big`: after 200 ms, an 8 MiB body.
 final class ServerUnderTest: Sendable {
@@ -21,6 +23,14 @@ final class ServerUnderTest: Sendable {
             switch request.path {
             case "/drop":
                 _ = consume responder
+            case "/deferred":
+                let answer = responder.deferred()
+                Thread.detachNewThread {
+                    answer.send(HTTPResponse(status: 200, body: Array("first".utf8)))
+                    answer.send(HTTPResponse(status: 200, body: Array("second".utf8)))
+                }
+            case "/deferred-drop":
+                _ = responder.deferred()
             case "/slow":
                 let loop = request.loop!
                 responder.send {
@@ -224,6 +234,16 @@ func statusLine(of response: String) -> String {
         let responses = socket.readResponses(2)
         #expect(responses.map(statusLine(of:)) == ["HTTP/1.1 500 Internal Server Error", "HTTP/1.1 200 OK"])
         #expect(responses.first.map(body(of:)) == #"{"error":{"status":500,"message":"the request was not answered"}}"#)
+    }
+
+    @Test func aDeferredAnswerIsSentOnceFromAnyThreadAndOneDroppedAnswers500() async throws {
+        let subject = try ServerUnderTest()
+        defer { subject.stop() }
+        let socket = try RawSocket(port: subject.port)
+        socket.send("GET /deferred HTTP/1.1\r\nHost: a\r\n\r\nGET /deferred-drop HTTP/1.1\r\nHost: a\r\n\r\nGET /echo HTTP/1.1\r\nHost: a\r\n\r\n")
+        let responses = socket.readResponses(3)
+        #expect(responses.map(statusLine(of:)) == ["HTTP/1.1 200 OK", "HTTP/1.1 500 Internal Server Error", "HTTP/1.1 200 OK"])
+        #expect(responses.map(body(of:)) == ["first", #"{"error":{"status":500,"message":"the request was not answered"}}"#, "GET /echo 0"])
     }
 
     /// Shutdown's last step: idle connections close at once, and one still
