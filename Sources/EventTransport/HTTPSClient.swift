@@ -60,7 +60,8 @@ public protocol HTTPSClientObserver: Sendable {
     func exchangeEnded()
 }
 
-/// An HTTPS/1.1 client on libevent's evhttp over OpenSSL bufferevents.
+/// An HTTPS/1.1 client over libevent's OpenSSL bufferevents, the HTTP
+/// framing its own (``HTTPResponseParser``).
 ///
 /// A request runs on the loop of the task that sends it (the loop that
 /// accepted the caller's request), from that loop's pool of keep-alive
@@ -68,8 +69,7 @@ public protocol HTTPSClientObserver: Sendable {
 /// already on. Leases are capped over all loops by one
 /// ``ConnectionPoolStateMachine`` under a mutex; a caller past the cap waits
 /// in its queue until its deadline. Each exchange is bounded as a whole by
-/// one loop timer, which cancels the request (`evhttp_cancel_request`) and
-/// frees its connection and lease at once.
+/// one loop timer, which closes its connection and frees its lease at once.
 public final class HTTPSClient: Sendable {
     typealias StateMachine = ConnectionPoolStateMachine<PendingRequest, ContinuousClock>
 
@@ -186,11 +186,24 @@ final class HTTPSConnectionPool: @unchecked Sendable {
     private var connections: [Int: HTTPSConnection] = [:]
     private var dnsBase: OpaquePointer?
     private var hostsOnlyDNSBase: OpaquePointer?
+    /// The `Host` field every request sends.
+    let hostField: String
+    /// `UPSTREAM_TIMEOUT_MS` as one of the loop's common timeouts: every
+    /// exchange arms the same duration, which libevent then keeps in a queue
+    /// (constant time) instead of its timer heap.
+    let exchangeTimeout: timeval
 
     init(loop: EventLoop, index: Int, configuration: HTTPSClientConfiguration) {
         self.loop = loop
         self.index = index
         self.configuration = configuration
+        self.hostField = configuration.port == 443 ? configuration.host : "\(configuration.host):\(configuration.port)"
+        var timeout = timeval(
+            tv_sec: configuration.timeoutMilliseconds / 1000,
+            tv_usec: (configuration.timeoutMilliseconds % 1000) * 1000
+        )
+        if let common = event_base_init_common_timeout(loop.base, &timeout) { timeout = common.pointee }
+        self.exchangeTimeout = timeout
     }
 
     deinit {
@@ -285,7 +298,7 @@ final class HTTPSConnectionPool: @unchecked Sendable {
         }
     }
 
-    /// Frees a connection on the next loop turn: evhttp may still be on
+    /// Frees a connection on the next loop turn: its bufferevent may still be on
     /// the stack of the callback that reported its end.
     func retire(_ connection: HTTPSConnection) {
         connections[connection.id] = nil
@@ -316,206 +329,3 @@ final class HTTPSConnectionPool: @unchecked Sendable {
     }
 }
 
-/// One keep-alive HTTPS connection: an evhttp_connection over an OpenSSL
-/// bufferevent with its own `SSL`. It is never reconnected: evhttp would
-/// reuse the spent `SSL`, so a closed connection is retired and replaced.
-final class HTTPSConnection: @unchecked Sendable {
-    // @unchecked: loop-bound like its pool; it crosses into a closure only to
-    // be freed by a later turn of the same loop.
-    private unowned let pool: HTTPSConnectionPool
-    /// The pool state machine's name for it.
-    let id: Int
-    private var connection: OpaquePointer?
-    private(set) var isClosed = false
-    private(set) var completedExchanges = 0
-
-    init(pool: HTTPSConnectionPool, id: Int, dnsBase: OpaquePointer) throws(TransportError) {
-        self.pool = pool
-        self.id = id
-        let configuration = pool.configuration
-        let ssl = try configuration.tls.makeSSL(host: configuration.host)
-        guard let bev = bufferevent_openssl_socket_new(
-            pool.loop.base, -1, ssl, BUFFEREVENT_SSL_CONNECTING,
-            Int32(BEV_OPT_CLOSE_ON_FREE.rawValue | BEV_OPT_DEFER_CALLBACKS.rawValue)
-        ) else {
-            SSL_free(ssl)
-            throw TransportError(call: "bufferevent_openssl_socket_new", message: "returned NULL")
-        }
-        // OpenSSL 3 calls a peer that closes without close_notify a protocol
-        // error; libevent 2.1.12 predates that. HTTP framing (Content-Length,
-        // chunked) still catches a truncated body.
-        bufferevent_openssl_set_allow_dirty_shutdown(bev, 1)
-        guard let connection = evhttp_connection_base_bufferevent_new(
-            pool.loop.base, dnsBase, bev, configuration.host, UInt16(configuration.port)
-        ) else {
-            bufferevent_free(bev)
-            throw TransportError(call: "evhttp_connection_base_bufferevent_new", message: "returned NULL")
-        }
-        self.connection = connection
-        var timeout = timeval(
-            tv_sec: configuration.timeoutMilliseconds / 1000,
-            tv_usec: (configuration.timeoutMilliseconds % 1000) * 1000
-        )
-        evhttp_connection_set_timeout_tv(connection, &timeout)
-        evhttp_connection_set_retries(connection, 0)
-        evhttp_connection_set_max_body_size(connection, Int(configuration.maxResponseBytes))
-        evhttp_connection_set_max_headers_size(connection, 64 << 10)
-        evhttp_connection_set_closecb(connection, httpsConnectionClosed, Unmanaged.passUnretained(self).toOpaque())
-    }
-
-    deinit { assert(connection == nil, "HTTPSConnection dropped without free()") }
-
-    func free() {
-        if let connection {
-            evhttp_connection_set_closecb(connection, nil, nil)
-            evhttp_connection_free(connection)
-        }
-        connection = nil
-        isClosed = true
-    }
-
-    func markClosed() { isClosed = true }
-
-    func send(path: String, headers: HTTPHeaders, completion: @escaping (Result<HTTPClientResponse, HTTPClientError>) -> Void) {
-        guard let connection, !isClosed else {
-            completion(.failure(HTTPClientError(kind: .connection, message: "connection already closed")))
-            return
-        }
-        let exchange = PendingExchange(connection: self, completion: completion)
-        let context = Unmanaged.passRetained(exchange).toOpaque()
-        guard let request = evhttp_request_new(httpsRequestDone, context) else {
-            Unmanaged<PendingExchange>.fromOpaque(context).release()
-            completion(.failure(HTTPClientError(kind: .connection, message: "evhttp_request_new failed")))
-            return
-        }
-        evhttp_request_set_error_cb(request, httpsRequestError)
-        let configuration = pool.configuration
-        var all = headers
-        all.replace("Host", configuration.port == 443 ? configuration.host : "\(configuration.host):\(configuration.port)")
-        do {
-            try LibeventConversions.add(all, to: evhttp_request_get_output_headers(request))
-        } catch {
-            evhttp_request_free(request)
-            Unmanaged<PendingExchange>.fromOpaque(context).release()
-            completion(.failure(HTTPClientError(kind: .connection, message: "\(error)")))
-            return
-        }
-        if evhttp_make_request(connection, request, EVHTTP_REQ_GET, path) != 0 {
-            // evhttp has freed the request and will not call back.
-            isClosed = true
-            Unmanaged<PendingExchange>.fromOpaque(context).release()
-            completion(.failure(HTTPClientError(kind: .connection, message: "cannot start the request")))
-            return
-        }
-        exchange.request = request
-        // libevent's own timeouts bound each wait for a byte; this bounds the
-        // whole exchange, so a peer trickling bytes cannot hold a lease.
-        exchange.timer = pool.loop.scheduleTimer(after: .milliseconds(pool.configuration.timeoutMilliseconds)) { [self] in
-            expire(exchange, context: context)
-        }
-    }
-
-    /// The exchange ran out of time: cancel the request, which resets the
-    /// connection; evhttp then calls the error callback but never the done
-    /// callback, so the reference taken for it is given back here.
-    private func expire(_ exchange: PendingExchange, context: UnsafeMutableRawPointer) {
-        guard let request = exchange.request else { return }
-        exchange.request = nil
-        isClosed = true
-        evhttp_cancel_request(request)
-        Unmanaged<PendingExchange>.fromOpaque(context).release()
-        exchange.completion(.failure(HTTPClientError(
-            kind: .timeout,
-            message: "no complete answer within \(pool.configuration.timeoutMilliseconds) ms (UPSTREAM_TIMEOUT_MS)"
-        )))
-    }
-
-    /// Why the connection failed, from OpenSSL's point of view: a failed
-    /// certificate check, or the handshake's error queue.
-    fileprivate func tlsFailure() -> String? {
-        guard let connection, let bev = evhttp_connection_get_bufferevent(connection) else { return nil }
-        if let ssl = bufferevent_openssl_get_ssl(bev) {
-            let verify = SSL_get_verify_result(ssl)
-            if verify != X509_V_OK {
-                return "certificate verification failed: " + String(cString: X509_verify_cert_error_string(verify))
-            }
-        }
-        var messages: [String] = []
-        while case let code = bufferevent_get_openssl_error(bev), code != 0 {
-            messages.append(OpenSSLErrors.describe(code))
-        }
-        return messages.isEmpty ? nil : "TLS failure: " + messages.joined(separator: "; ")
-    }
-
-    fileprivate func finish(_ exchange: PendingExchange, request: OpaquePointer?) {
-        exchange.timer?.cancel()
-        exchange.timer = nil
-        exchange.request = nil
-        if let request, evhttp_request_get_response_code(request) > 0 {
-            completedExchanges += 1
-            let response = HTTPClientResponse(
-                status: Int(evhttp_request_get_response_code(request)),
-                headers: LibeventConversions.headers(evhttp_request_get_input_headers(request)),
-                body: LibeventConversions.bytes(of: evhttp_request_get_input_buffer(request))
-            )
-            exchange.completion(.success(response))
-            return
-        }
-        isClosed = true
-        let timeoutText = "no answer within \(pool.configuration.timeoutMilliseconds) ms"
-        let error: HTTPClientError
-        if let tls = tlsFailure() {
-            error = HTTPClientError(kind: .tls, message: tls)
-        } else {
-            switch exchange.failure {
-            case EVREQ_HTTP_TIMEOUT:
-                error = HTTPClientError(kind: .timeout, message: timeoutText)
-            case EVREQ_HTTP_DATA_TOO_LONG:
-                // evhttp refuses a declared Content-Length over the limit
-                // before reading the body, and stops a chunked one at it.
-                error = HTTPClientError(kind: .responseTooLarge, message: "the upstream's answer is larger than \(pool.configuration.maxResponseBytes) bytes (UPSTREAM_MAX_BODY_BYTES)")
-            case EVREQ_HTTP_INVALID_HEADER:
-                error = HTTPClientError(kind: .connection, message: "malformed HTTP response")
-            default:
-                let cause = exchange.socketError == 0 ? "connection closed" : String(cString: strerror(exchange.socketError))
-                error = HTTPClientError(kind: .connection, message: "\(cause) (\(pool.configuration.host):\(pool.configuration.port))")
-            }
-        }
-        exchange.completion(.failure(error))
-    }
-}
-
-/// The state of one request while evhttp holds it; retained by the C side
-/// from `evhttp_request_new` until the done callback, which runs exactly once.
-private final class PendingExchange {
-    let connection: HTTPSConnection
-    let completion: (Result<HTTPClientResponse, HTTPClientError>) -> Void
-    var failure: evhttp_request_error?
-    var socketError: Int32 = 0
-    /// The request while evhttp holds it; `nil` once it ended or was cancelled.
-    var request: OpaquePointer?
-    var timer: LoopTimer?
-
-    init(connection: HTTPSConnection, completion: @escaping (Result<HTTPClientResponse, HTTPClientError>) -> Void) {
-        self.connection = connection
-        self.completion = completion
-    }
-}
-
-private func httpsRequestError(_ error: evhttp_request_error, _ context: UnsafeMutableRawPointer?) {
-    guard let context else { preconditionFailure("evhttp error callback without its exchange") }
-    let exchange = Unmanaged<PendingExchange>.fromOpaque(context).takeUnretainedValue()
-    exchange.failure = error
-    exchange.socketError = errno
-}
-
-private func httpsRequestDone(_ request: OpaquePointer?, _ context: UnsafeMutableRawPointer?) {
-    guard let context else { preconditionFailure("evhttp request callback without its exchange") }
-    let exchange = Unmanaged<PendingExchange>.fromOpaque(context).takeRetainedValue()
-    exchange.connection.finish(exchange, request: request)
-}
-
-private func httpsConnectionClosed(_ connection: OpaquePointer?, _ context: UnsafeMutableRawPointer?) {
-    guard let context else { preconditionFailure("evhttp close callback without its connection") }
-    Unmanaged<HTTPSConnection>.fromOpaque(context).takeUnretainedValue().markClosed()
-}

@@ -27,6 +27,8 @@ public struct OnsideUpstreamSource: ProductSource {
     private let settings: Settings
     private let metrics: GatewayMetrics
     private let logger: Logger
+    /// `Bearer <token>`, made once rather than per request.
+    private let authorization: String?
 
     /// - Parameter client: Caps exchanges in flight (`UPSTREAM_CONCURRENCY`)
     ///   and bounds each one (`UPSTREAM_TIMEOUT_MS`) itself.
@@ -35,15 +37,16 @@ public struct OnsideUpstreamSource: ProductSource {
         self.settings = settings
         self.metrics = metrics
         self.logger = logger
+        self.authorization = settings.apiToken.map { "Bearer \($0)" }
     }
 
     public func fetch(_ request: SourceRequest) async -> Result<SourcePage, ProductsFetchFailure> {
         let path = UpstreamRequestPath.make(basePath: settings.basePath, request: request)
-        var headers: HTTPHeaders = ["Accept": "application/json", "X-Request-Id": request.requestID]
-        if let token = settings.apiToken { headers.add("Authorization", "Bearer \(token)") }
+        var headers = HTTPHeaders(reservingCapacity: 4)
+        headers.add("Accept", "application/json")
+        headers.add("X-Request-Id", request.requestID)
+        if let authorization { headers.add("Authorization", authorization) }
         if let language = request.scope.language { headers.add("Accept-Language", language.text) }
-        var logger = self.logger
-        logger[metadataKey: "requestId"] = "\(request.requestID)"
 
         var attempt = 0
         while true {
@@ -62,6 +65,7 @@ public struct OnsideUpstreamSource: ProductSource {
                     return .failure(failure)
                 }
                 logger.debug("upstream attempt failed, retrying", metadata: [
+                    "requestId": "\(request.requestID)",
                     "attempt": "\(attempt + 1)", "reason": "\(failure.reason)", "backoffMs": "\(backoff.milliseconds)",
                 ])
                 await LoopSleep.sleep(for: backoff)

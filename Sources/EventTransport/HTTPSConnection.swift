@@ -1,0 +1,298 @@
+import CGatewayShims
+import CLibevent
+import COpenSSL
+import Glibc
+import HTTPFraming
+
+/// One keep-alive HTTPS/1.1 connection: an OpenSSL bufferevent with its own
+/// `SSL`, the request written by hand and the answer read by
+/// ``HTTPResponseParser``. One exchange at a time, no pipelining.
+///
+/// Loop-bound: created, driven and freed on its pool's loop. It is never
+/// reconnected (a spent `SSL` cannot be reused): a closed connection is
+/// retired by its pool and replaced.
+///
+/// One deadline bounds a whole exchange, connecting and the handshake
+/// included, on a timer event made once per connection; libevent's
+/// per-wait timeouts stay off, so an idle connection can keep listening for
+/// the peer's close.
+final class HTTPSConnection: @unchecked Sendable {
+    // @unchecked: loop-bound like its pool; it crosses into a closure only to
+    // be freed by a later turn of the same loop.
+    typealias Completion = (Result<HTTPClientResponse, HTTPClientError>) -> Void
+
+    private unowned let pool: HTTPSConnectionPool
+    /// The pool state machine's name for it.
+    let id: Int
+    private var bufferevent: OpaquePointer?
+    private var timerEvent: OpaquePointer?
+    private var parser: HTTPResponseParser
+    /// The caller of the exchange in progress; `nil` when idle.
+    private var completion: Completion?
+    private(set) var isClosed = false
+    private(set) var completedExchanges = 0
+
+    init(pool: HTTPSConnectionPool, id: Int, dnsBase: OpaquePointer) throws(TransportError) {
+        self.pool = pool
+        self.id = id
+        let configuration = pool.configuration
+        self.parser = HTTPResponseParser(limits: .init(maxBodyBytes: configuration.maxResponseBytes))
+        let ssl = try configuration.tls.makeSSL(host: configuration.host)
+        guard let bev = bufferevent_openssl_socket_new(
+            pool.loop.base, -1, ssl, BUFFEREVENT_SSL_CONNECTING, Int32(BEV_OPT_CLOSE_ON_FREE.rawValue)
+        ) else {
+            SSL_free(ssl)
+            throw TransportError(call: "bufferevent_openssl_socket_new", message: "returned NULL")
+        }
+        bufferevent = bev
+        // OpenSSL 3 calls a peer that closes without close_notify a protocol
+        // error; libevent 2.1.12 predates that. The response's framing
+        // (Content-Length, chunked) still catches a truncated body.
+        bufferevent_openssl_set_allow_dirty_shutdown(bev, 1)
+        let context = Unmanaged.passUnretained(self).toOpaque()
+        bufferevent_setcb(bev, httpsConnectionReadable, nil, httpsConnectionEvent, context)
+        guard let timer = event_new(pool.loop.base, -1, 0, httpsConnectionTimedOut, context) else {
+            free()
+            throw TransportError(call: "event_new", message: "returned NULL")
+        }
+        timerEvent = timer
+        // Connecting resolves the name on the loop's resolver; the request
+        // written meanwhile waits in the output buffer for the handshake.
+        guard bufferevent_socket_connect_hostname(bev, dnsBase, AF_UNSPEC, configuration.host, Int32(configuration.port)) == 0 else {
+            isClosed = true
+            return
+        }
+        bufferevent_enable(bev, Int16(EV_READ | EV_WRITE))
+    }
+
+    deinit { assert(bufferevent == nil, "HTTPSConnection dropped without free()") }
+
+    /// Closes the socket and frees the C objects; no callback comes after.
+    func free() {
+        if let timerEvent {
+            event_free(timerEvent)
+            self.timerEvent = nil
+        }
+        if let bev = bufferevent {
+            bufferevent_setcb(bev, nil, nil, nil, nil)
+            bufferevent_free(bev)
+            bufferevent = nil
+        }
+        isClosed = true
+    }
+
+    func markClosed() { isClosed = true }
+
+    /// Writes `GET path` with `headers` (and Host) and calls `completion`
+    /// once: with the response, or why there is none.
+    func send(path: String, headers: HTTPHeaders, completion: @escaping Completion) {
+        guard let bev = bufferevent, let timerEvent, !isClosed, self.completion == nil else {
+            completion(.failure(HTTPClientError(kind: .connection, message: "connection already closed")))
+            return
+        }
+        let request = RequestWriter.head(path: path, host: pool.hostField, headers: headers)
+        let written = request.withUnsafeBytes { bufferevent_write(bev, $0.baseAddress, $0.count) }
+        guard written == 0 else {
+            isClosed = true
+            completion(.failure(HTTPClientError(kind: .connection, message: "cannot write the request")))
+            return
+        }
+        self.completion = completion
+        var timeout = pool.exchangeTimeout
+        event_add(timerEvent, &timeout)
+    }
+
+    // MARK: - Events
+
+    fileprivate func readable() {
+        guard let bev = bufferevent, let input = bufferevent_get_input(bev) else { return }
+        guard completion != nil else {
+            // Bytes nobody asked for: the connection is out of step.
+            evbuffer_drain(input, evbuffer_get_length(input))
+            isClosed = true
+            return
+        }
+        var segments = (iovec(), iovec(), iovec(), iovec())
+        while evbuffer_get_length(input) > 0 {
+            let count = withUnsafeMutableBytes(of: &segments) { raw in
+                let vectors = raw.bindMemory(to: iovec.self)
+                return Int(evbuffer_peek(input, -1, nil, vectors.baseAddress, Int32(vectors.count)))
+            }
+            var consumed = 0
+            var event = HTTPResponseParser.Event.needMore
+            withUnsafeBytes(of: &segments) { raw in
+                let vectors = raw.bindMemory(to: iovec.self)
+                for index in 0..<min(count, vectors.count) {
+                    let vector = vectors[index]
+                    let bytes = UnsafeRawBufferPointer(start: vector.iov_base, count: vector.iov_len)
+                    let (used, outcome) = parser.parse(bytes)
+                    consumed += used
+                    event = outcome
+                    if case .needMore = outcome { continue }
+                    break
+                }
+            }
+            evbuffer_drain(input, consumed)
+            switch event {
+            case .needMore where consumed == 0:
+                return
+            case .needMore:
+                continue
+            case .response(let response):
+                let reusable = response.keepAlive && evbuffer_get_length(input) == 0
+                if !reusable { isClosed = true }
+                completedExchanges += 1
+                finish(.success(HTTPClientResponse(status: response.status, headers: response.headers, body: response.body)))
+                return
+            case .failed(let failure):
+                isClosed = true
+                finish(.failure(clientError(failure)))
+                return
+            }
+        }
+    }
+
+    fileprivate func event(_ what: Int16) {
+        let socketError = errno
+        if what & Int16(BEV_EVENT_CONNECTED) != 0 {
+            if let bev = bufferevent { _ = gw_socket_set_nodelay(bufferevent_getfd(bev)) }
+            return
+        }
+        // End of stream, or an error: the connection is over either way.
+        isClosed = true
+        if let bev = bufferevent { bufferevent_disable(bev, Int16(EV_READ | EV_WRITE)) }
+        guard completion != nil else { return }
+        if what & Int16(BEV_EVENT_EOF) != 0 {
+            // A body that runs until the close ends here.
+            switch parser.finish() {
+            case .response(let response):
+                completedExchanges += 1
+                finish(.success(HTTPClientResponse(status: response.status, headers: response.headers, body: response.body)))
+                return
+            case .failed(let failure):
+                finish(.failure(clientError(failure)))
+                return
+            case .needMore:
+                break
+            }
+        }
+        finish(.failure(closedError(socketError: what & Int16(BEV_EVENT_ERROR) != 0 ? socketError : 0)))
+    }
+
+    /// The exchange ran out of time: the connection cannot be reused (the
+    /// answer may still come), so it closes.
+    fileprivate func timedOut() {
+        guard completion != nil else { return }
+        isClosed = true
+        if let bev = bufferevent { bufferevent_disable(bev, Int16(EV_READ | EV_WRITE)) }
+        finish(.failure(HTTPClientError(
+            kind: .timeout,
+            message: "no complete answer within \(pool.configuration.timeoutMilliseconds) ms (UPSTREAM_TIMEOUT_MS)"
+        )))
+    }
+
+    private func finish(_ result: Result<HTTPClientResponse, HTTPClientError>) {
+        if let timerEvent { event_del(timerEvent) }
+        guard let completion else { return }
+        self.completion = nil
+        completion(result)
+    }
+
+    // MARK: - Errors
+
+    private func clientError(_ failure: HTTPResponseParser.Failure) -> HTTPClientError {
+        switch failure {
+        case .tooLarge:
+            HTTPClientError(kind: .responseTooLarge, message: "the upstream's answer is larger than \(pool.configuration.maxResponseBytes) bytes (UPSTREAM_MAX_BODY_BYTES)")
+        case .headerTooLarge(let limit):
+            HTTPClientError(kind: .connection, message: "malformed HTTP response: its header section is over \(limit)")
+        case .malformed(let reason):
+            HTTPClientError(kind: .connection, message: "malformed HTTP response: \(reason)")
+        }
+    }
+
+    /// Why the connection ended with no answer: a failed name lookup or TLS
+    /// handshake, a socket error, or the peer's close.
+    private func closedError(socketError: Int32) -> HTTPClientError {
+        let configuration = pool.configuration
+        if let bev = bufferevent {
+            let dnsError = bufferevent_socket_get_dns_error(bev)
+            if dnsError != 0 {
+                return HTTPClientError(kind: .connection, message: "cannot resolve \(configuration.host): \(String(cString: evutil_gai_strerror(dnsError)))")
+            }
+            if let tls = tlsFailure(bev) { return HTTPClientError(kind: .tls, message: tls) }
+        }
+        let cause = socketError == 0 ? "connection closed" : String(cString: strerror(socketError))
+        return HTTPClientError(kind: .connection, message: "\(cause) (\(configuration.host):\(configuration.port))")
+    }
+
+    /// Why the connection failed, from OpenSSL's point of view: a failed
+    /// certificate check, or the handshake's error queue.
+    private func tlsFailure(_ bev: OpaquePointer) -> String? {
+        if let ssl = bufferevent_openssl_get_ssl(bev) {
+            let verify = SSL_get_verify_result(ssl)
+            if verify != X509_V_OK {
+                return "certificate verification failed: " + String(cString: X509_verify_cert_error_string(verify))
+            }
+        }
+        var messages: [String] = []
+        while case let code = bufferevent_get_openssl_error(bev), code != 0 {
+            messages.append(OpenSSLErrors.describe(code))
+        }
+        return messages.isEmpty ? nil : "TLS failure: " + messages.joined(separator: "; ")
+    }
+}
+
+/// The bytes of a `GET` request's head.
+enum RequestWriter {
+    /// `GET path HTTP/1.1`, `Host`, then `headers` in order. A `Host` among
+    /// them is skipped (the connection's own is sent), and so is any field
+    /// whose name or value holds CR, LF or NUL: it would split the request.
+    static func head(path: String, host: String, headers: HTTPHeaders) -> [UInt8] {
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(64 + path.utf8.count + host.utf8.count + headers.fields.reduce(0) { $0 + $1.name.utf8.count + $1.value.utf8.count + 4 })
+        bytes.append(contentsOf: "GET ".utf8)
+        bytes.append(contentsOf: path.utf8)
+        bytes.append(contentsOf: " HTTP/1.1\r\nHost: ".utf8)
+        bytes.append(contentsOf: host.utf8)
+        for field in headers.fields where isWritable(field.name, field.value) {
+            bytes.append(contentsOf: "\r\n".utf8)
+            bytes.append(contentsOf: field.name.utf8)
+            bytes.append(contentsOf: ": ".utf8)
+            bytes.append(contentsOf: field.value.utf8)
+        }
+        bytes.append(contentsOf: "\r\n\r\n".utf8)
+        return bytes
+    }
+
+    private static func isWritable(_ name: String, _ value: String) -> Bool {
+        let nameBytes = name.utf8
+        guard !nameBytes.isEmpty, !(nameBytes.count == 4 && name.caseInsensitiveEqualsASCII("host")) else { return false }
+        return !nameBytes.contains(where: isSplitting) && !value.utf8.contains(where: isSplitting)
+    }
+
+    private static func isSplitting(_ byte: UInt8) -> Bool { byte == 13 || byte == 10 || byte == 0 }
+}
+
+extension String {
+    fileprivate func caseInsensitiveEqualsASCII(_ lowercase: StaticString) -> Bool {
+        let other = UnsafeRawBufferPointer(start: lowercase.utf8Start, count: lowercase.utf8CodeUnitCount)
+        guard utf8.count == other.count else { return false }
+        return zip(utf8, other).allSatisfy { ($0 | 0x20) == $1 }
+    }
+}
+
+private func httpsConnectionReadable(_ bev: OpaquePointer?, _ context: UnsafeMutableRawPointer?) {
+    guard let context else { preconditionFailure("read callback without its connection") }
+    Unmanaged<HTTPSConnection>.fromOpaque(context).takeUnretainedValue().readable()
+}
+
+private func httpsConnectionEvent(_ bev: OpaquePointer?, _ what: Int16, _ context: UnsafeMutableRawPointer?) {
+    guard let context else { preconditionFailure("event callback without its connection") }
+    Unmanaged<HTTPSConnection>.fromOpaque(context).takeUnretainedValue().event(what)
+}
+
+private func httpsConnectionTimedOut(_ fd: Int32, _ what: Int16, _ context: UnsafeMutableRawPointer?) {
+    guard let context else { preconditionFailure("timer callback without its connection") }
+    Unmanaged<HTTPSConnection>.fromOpaque(context).takeUnretainedValue().timedOut()
+}
