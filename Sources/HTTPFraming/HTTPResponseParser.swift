@@ -5,8 +5,8 @@
 /// it returns how many bytes it used and what they completed. It refuses,
 /// rather than guesses at, every response whose framing two parsers could
 /// read differently: a repeated or non-numeric `Content-Length`,
-/// `Content-Length` with `Transfer-Encoding`, a last transfer coding other
-/// than `chunked`, bare CR or LF, whitespace before a colon, folded lines,
+/// `Content-Length` with `Transfer-Encoding`, a transfer coding other than
+/// `chunked` alone, bare CR or LF, whitespace before a colon, folded lines,
 /// malformed chunks.
 ///
 /// Memory is bounded by the limits: the head is kept until complete (at
@@ -356,13 +356,19 @@ public struct HTTPResponseParser: Sendable {
             guard contentLengths == 0 else {
                 return .failure(.malformed("both Content-Length and Transfer-Encoding"))
             }
-            let lastIsChunked = transferCodings.withUnsafeBytes { codings in
-                var lastIsChunked = false
-                Self.forEachToken(codings) { lastIsChunked = ASCII.equalsLowercase($0, "chunked") }
-                return lastIsChunked
+            // Only chunked: the gateway asks for no coding, so any other
+            // (gzip, ...) would hand it bytes it cannot read.
+            let onlyChunked = transferCodings.withUnsafeBytes { codings in
+                var tokens = 0
+                var chunked = 0
+                Self.forEachToken(codings) { token in
+                    tokens += 1
+                    if ASCII.equalsLowercase(token, "chunked") { chunked += 1 }
+                }
+                return tokens == 1 && chunked == 1
             }
-            guard lastIsChunked else {
-                return .failure(.malformed("the last transfer coding is not chunked"))
+            guard onlyChunked else {
+                return .failure(.malformed("a transfer coding other than chunked, which was not asked for"))
             }
             framing = .chunked
         } else if let declaredLength {
