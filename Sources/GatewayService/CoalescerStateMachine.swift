@@ -1,9 +1,22 @@
 /// Which identifiers are being fetched right now, by which fetch, per
 /// (app, country, language). Pure: the ``Coalescer`` keeps it under a lock.
 struct CoalescerStateMachine<Fetch: AnyObject> {
+    /// The scope's hash is computed once per operation, not once per
+    /// identifier (it hashes three strings); equality still compares the
+    /// whole scope. As in the response cache.
     struct Key: Hashable {
         let scope: FetchScope
+        let scopeHash: Int
         let identifier: String
+
+        static func == (lhs: Key, rhs: Key) -> Bool {
+            lhs.identifier == rhs.identifier && lhs.scopeHash == rhs.scopeHash && lhs.scope == rhs.scope
+        }
+
+        func hash(into hasher: inout Hasher) {
+            hasher.combine(scopeHash)
+            hasher.combine(identifier)
+        }
     }
 
     /// How a call's identifiers are covered.
@@ -21,9 +34,14 @@ struct CoalescerStateMachine<Fetch: AnyObject> {
 
     func plan(scope: FetchScope, identifiers: [String]) -> Plan {
         var plan = Plan()
+        guard !inFlight.isEmpty else {
+            plan.unclaimed = identifiers
+            return plan
+        }
+        let scopeHash = scope.hashValue
         var seen = Set<ObjectIdentifier>()
         for identifier in identifiers {
-            if let fetch = inFlight[Key(scope: scope, identifier: identifier)] {
+            if let fetch = inFlight[Key(scope: scope, scopeHash: scopeHash, identifier: identifier)] {
                 plan.joinedIdentifierCount += 1
                 if seen.insert(ObjectIdentifier(fetch)).inserted { plan.joined.append(fetch) }
             } else {
@@ -34,19 +52,21 @@ struct CoalescerStateMachine<Fetch: AnyObject> {
     }
 
     mutating func register(_ fetch: Fetch, identifiers: [String], scope: FetchScope) {
+        let scopeHash = scope.hashValue
         for identifier in identifiers {
-            let key = Key(scope: scope, identifier: identifier)
-            precondition(inFlight[key] == nil, "identifier \(identifier) claimed twice")
-            inFlight[key] = fetch
+            let previous = inFlight.updateValue(fetch, forKey: Key(scope: scope, scopeHash: scopeHash, identifier: identifier))
+            precondition(previous == nil, "identifier \(identifier) claimed twice")
         }
     }
 
     /// The fetch ended: its identifiers are free again, so the next call
     /// fetches anew (a failure is forgotten here, never cached).
     mutating func finish(_ fetch: Fetch, identifiers: [String], scope: FetchScope) {
+        let scopeHash = scope.hashValue
         for identifier in identifiers {
-            let key = Key(scope: scope, identifier: identifier)
-            if inFlight[key] === fetch { inFlight[key] = nil }
+            if let index = inFlight.index(forKey: Key(scope: scope, scopeHash: scopeHash, identifier: identifier)), inFlight.values[index] === fetch {
+                inFlight.remove(at: index)
+            }
         }
     }
 
