@@ -3,7 +3,7 @@
 /// and resumes the returned waiters after unlocking.
 struct FetchPromiseStateMachine<Value, Waiter> {
     enum State {
-        case pending(waiters: [Int: Waiter])
+        case pending
         /// Every waiter was let go with this value (the shutdown grace is
         /// over), and every later one gets it at once, even after the fetch
         /// ends: a call that is between two of its fetches then must not
@@ -21,14 +21,15 @@ struct FetchPromiseStateMachine<Value, Waiter> {
         case resume(Value)
     }
 
-    private(set) var state: State = .pending(waiters: [:])
+    private(set) var state: State = .pending
+    /// The waiters while pending. Kept beside the state, not in it, so
+    /// adding one to a herd of a thousand does not copy the other 999.
+    private var waiters: [Int: Waiter] = [:]
 
     mutating func addWaiter(_ id: Int, _ waiter: Waiter) -> WaitAction {
         switch state {
-        case .pending(var waiters):
-            precondition(waiters[id] == nil, "waiter \(id) registered twice")
-            waiters[id] = waiter
-            state = .pending(waiters: waiters)
+        case .pending:
+            precondition(waiters.updateValue(waiter, forKey: id) == nil, "waiter \(id) registered twice")
             return .suspend
         case .released(let value), .finished(let value):
             return .resume(value)
@@ -38,27 +39,26 @@ struct FetchPromiseStateMachine<Value, Waiter> {
     /// A waiter leaves (its deadline passed). Returns it if it was still
     /// waiting, so it is resumed exactly once; the fetch goes on regardless.
     mutating func removeWaiter(_ id: Int) -> Waiter? {
-        guard case .pending(var waiters) = state, let waiter = waiters.removeValue(forKey: id) else { return nil }
-        state = .pending(waiters: waiters)
-        return waiter
+        guard case .pending = state else { return nil }
+        return waiters.removeValue(forKey: id)
     }
 
     /// Every waiter leaves at once with `value`, and so does every later
     /// one (the shutdown grace is over). Returns the waiters to resume with
     /// `value`.
     mutating func release(with value: Value) -> [Waiter] {
-        guard case .pending(let waiters) = state else { return [] }
+        guard case .pending = state else { return [] }
         state = .released(value)
-        return waiters.sorted { $0.key < $1.key }.map(\.value)
+        return takeWaiters()
     }
 
     /// The fetch ended: returns the waiters to resume with `value`. Later
     /// waiters get `value` at once.
     mutating func finish(_ value: Value) -> [Waiter] {
         switch state {
-        case .pending(let waiters):
+        case .pending:
             state = .finished(value)
-            return waiters.sorted { $0.key < $1.key }.map(\.value)
+            return takeWaiters()
         case .released:
             return []
         case .finished:
@@ -66,8 +66,15 @@ struct FetchPromiseStateMachine<Value, Waiter> {
         }
     }
 
+    /// The waiters in the order they came, leaving none.
+    private mutating func takeWaiters() -> [Waiter] {
+        defer { waiters = [:] }
+        if waiters.count == 1 { return [waiters.first!.value] }
+        return waiters.sorted { $0.key < $1.key }.map(\.value)
+    }
+
     var waiterCount: Int {
-        if case .pending(let waiters) = state { return waiters.count }
+        if case .pending = state { return waiters.count }
         return 0
     }
 }
