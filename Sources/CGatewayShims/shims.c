@@ -5,6 +5,9 @@
 #include <openssl/ssl.h>
 #include <event2/http.h>
 #include <event2/keyvalq_struct.h>
+#include <event2/event.h>
+#include <event2/bufferevent.h>
+#include <event2/bufferevent_struct.h>
 
 #include <errno.h>
 #include <fcntl.h>
@@ -18,6 +21,10 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <unistd.h>
+
+void gw_bufferevent_write_soon(struct bufferevent *bev) {
+    event_active(&bev->ev_write, EV_WRITE, 1);
+}
 
 int gw_ssl_set_sni_host_name(SSL *ssl, const char *host_name) {
     return (int)SSL_set_tlsext_host_name(ssl, host_name);

@@ -31,6 +31,8 @@ final class HTTPSConnection: @unchecked Sendable {
     private var completion: Completion?
     private(set) var isClosed = false
     private(set) var completedExchanges = 0
+    /// The TLS handshake is done.
+    private var isConnected = false
 
     init(pool: HTTPSConnectionPool, id: Int, dnsBase: OpaquePointer) throws(TransportError) {
         self.pool = pool
@@ -100,6 +102,9 @@ final class HTTPSConnection: @unchecked Sendable {
         self.completion = completion
         var timeout = pool.exchangeTimeout
         event_add(timerEvent, &timeout)
+        // Once the handshake is done, write in this loop turn rather than
+        // after the next epoll_wait (and with no epoll_ctl either way).
+        if isConnected { gw_bufferevent_write_soon(bev) }
     }
 
     // MARK: - Events
@@ -156,6 +161,7 @@ final class HTTPSConnection: @unchecked Sendable {
         let socketError = errno
         if what & Int16(BEV_EVENT_CONNECTED) != 0 {
             if let bev = bufferevent { _ = gw_socket_set_nodelay(bufferevent_getfd(bev)) }
+            isConnected = true
             return
         }
         // End of stream, or an error: the connection is over either way.
