@@ -28,7 +28,10 @@ final class GatewayHTTPHandler: Sendable {
     /// on the same loop, whose answer the responder carries back.
     func handle(_ request: HTTPServerRequest, responder: consuming HTTPResponder) {
         let requestID = RequestID.accept(request.headers["X-Request-Id"]) ?? RequestID.generate()
-        var headers: HTTPHeaders = ["X-Request-Id": requestID]
+        // Room for what an answer adds (Content-Type, or Allow), so adding
+        // it does not grow the list.
+        var headers = HTTPHeaders(reservingCapacity: 3)
+        headers.add("X-Request-Id", requestID)
 
         guard let route = GatewayRoutes.all.first(where: { $0.path == request.path }) else {
             responder.send(Self.problem(404, "no route for \(request.path.prefix(100)); the API is POST /rpc", headers: headers))
@@ -43,7 +46,7 @@ final class GatewayHTTPHandler: Sendable {
         }
         switch route.path {
         case "/rpc":
-            handleRPC(request, requestID: requestID, headers: headers, responder: responder)
+            handleRPC(request, requestID: requestID, headers: consume headers, responder: responder)
         case "/healthz":
             headers.add("Content-Type", "application/json")
             responder.send(HTTPResponse(status: 200, headers: headers, body: Array(#"{"status":"ok"}"#.utf8)))
@@ -61,7 +64,7 @@ final class GatewayHTTPHandler: Sendable {
         }
     }
 
-    private func handleRPC(_ request: HTTPServerRequest, requestID: String, headers: HTTPHeaders, responder: consuming HTTPResponder) {
+    private func handleRPC(_ request: HTTPServerRequest, requestID: String, headers: consuming HTTPHeaders, responder: consuming HTTPResponder) {
         var headers = headers
         guard authenticator.isAuthorized(request.headers["Authorization"]) else {
             headers.add("WWW-Authenticate", #"Bearer realm="products-gateway""#)
@@ -80,7 +83,9 @@ final class GatewayHTTPHandler: Sendable {
         // carries each answer back.
         switch rpc.start(body: request.body, context: context) {
         case .answered(let reply):
-            responder.send(Self.response(reply, headers: headers))
+            // Handed over, not copied: adding Content-Type then needs no
+            // copy of the list.
+            responder.send(Self.response(reply, headers: consume headers))
         case .deferred(let call):
             calls.enter()
             let answer = responder.deferred()
@@ -97,7 +102,7 @@ final class GatewayHTTPHandler: Sendable {
         }
     }
 
-    private static func response(_ reply: JSONRPCReply, headers: HTTPHeaders) -> HTTPResponse {
+    private static func response(_ reply: JSONRPCReply, headers: consuming HTTPHeaders) -> HTTPResponse {
         switch reply {
         case .noContent:
             return HTTPResponse(status: 204, headers: headers)
