@@ -64,7 +64,7 @@ enum HeadParser {
                 return .failure(HTTPFramingError(status: 431, message: "more than \(limits.maxHeaderFields) header fields"))
             }
             let name = String(decoding: field.name, as: UTF8.self)
-            let value = String(decoding: field.value, as: UTF8.self)
+            let value = fieldValue(field.value)
             headers.add(name, value)
             switch field.name.count {
             case 4 where ASCII.equalsLowercase(field.name, "host"):
@@ -189,6 +189,14 @@ enum HeadParser {
               bytes[5] >= ASCII.zero, bytes[5] <= ASCII.nine, bytes[6] == ASCII.dot,
               bytes[7] >= ASCII.zero, bytes[7] <= ASCII.nine else { return nil }
         return (Int(bytes[5] - ASCII.zero), Int(bytes[7] - ASCII.zero))
+    }
+
+    /// A field value as a string; the one every JSON-RPC call sends that is
+    /// too long for Swift's inline strings (`application/json`, 16 bytes)
+    /// is a static string, so reading it allocates nothing.
+    static func fieldValue(_ bytes: UnsafeRawBufferPointer) -> String {
+        if bytes.count == 16, ASCII.equals(bytes, "application/json" as StaticString) { return "application/json" }
+        return String(decoding: bytes, as: UTF8.self)
     }
 
     /// The common methods as static strings (no allocation per request).
