@@ -135,7 +135,9 @@ public struct ConnectionPoolStateMachine<Waiter, Clock: _Concurrency.Clock> {
         }
         var action = ReleaseAction()
         if reusable && !isShutDown && idle[connection.loop].count < maxIdlePerLoop {
-            connections[id]?.state = .idle(since: now)
+            // Replaced whole: an optional-chained update goes through the
+            // dictionary's modify accessor, which allocated on every call.
+            connections.updateValue(Connection(loop: connection.loop, state: .idle(since: now)), forKey: id)
             idle[connection.loop].append(id)
         } else {
             connections[id] = nil
@@ -219,7 +221,7 @@ public struct ConnectionPoolStateMachine<Waiter, Clock: _Concurrency.Clock> {
                 closing.append(id)
                 continue
             }
-            connections[id]?.state = .leased
+            connections.updateValue(Connection(loop: loop, state: .leased), forKey: id)
             return .idle(id)
         }
         let id = nextConnectionID
