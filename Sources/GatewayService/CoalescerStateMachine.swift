@@ -39,6 +39,7 @@ struct CoalescerStateMachine<Fetch: AnyObject> {
             return plan
         }
         let scopeHash = scope.hashValue
+        plan.unclaimed.reserveCapacity(identifiers.count)
         var seen = Set<ObjectIdentifier>()
         for identifier in identifiers {
             if let fetch = inFlight[Key(scope: scope, scopeHash: scopeHash, identifier: identifier)] {

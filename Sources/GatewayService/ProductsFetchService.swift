@@ -309,7 +309,14 @@ private struct CallInProgress: Sendable {
 
     /// The identifiers nothing answered yet, in request order.
     var missing: [String] {
+        // Usually all of them or none: an empty answer costs nothing, a full
+        // one is a copy of the list, and a partial one reserves once.
+        var open = 0
+        for answer in answers where answer == nil { open += 1 }
+        if open == 0 { return [] }
+        if open == identifiers.count { return identifiers }
         var missing: [String] = []
+        missing.reserveCapacity(open)
         for index in identifiers.indices where answers[index] == nil { missing.append(identifiers[index]) }
         return missing
     }
