@@ -102,6 +102,16 @@ public final class HTTPSClient: Sendable {
     /// - Parameter leaseDeadline: How long the request may wait for a lease
     ///   when `UPSTREAM_CONCURRENCY` exchanges are already in flight.
     public func get(path: String, headers: HTTPHeaders, leaseDeadline: ContinuousClock.Instant) async -> Result<HTTPClientResponse, HTTPClientError> {
+        await withCheckedContinuation { continuation in
+            get(path: path, headers: headers, leaseDeadline: leaseDeadline) { continuation.resume(returning: $0) }
+        }
+    }
+
+    /// The same exchange, its outcome handed to `completion` once, on the
+    /// loop that ran it: the caller's loop when called on one of the
+    /// group's loops (possibly before this returns, when the client is shut
+    /// down), else the next loop, round robin.
+    public func get(path: String, headers: HTTPHeaders, leaseDeadline: ContinuousClock.Instant, completion: @escaping @Sendable (Result<HTTPClientResponse, HTTPClientError>) -> Void) {
         let pool: HTTPSConnectionPool
         if let current = EventLoop.current, let own = pools.first(where: { $0.loop === current }) {
             pool = own
@@ -109,18 +119,17 @@ public final class HTTPSClient: Sendable {
             let next = group.next()
             pool = pools.first { $0.loop === next } ?? pools[0]
         }
-        return await withCheckedContinuation { continuation in
-            let request = PendingRequest(
-                path: path,
-                headers: headers,
-                leaseDeadline: leaseDeadline,
-                waiterID: nextWaiterID.add(1, ordering: .relaxed).oldValue
-            ) { continuation.resume(returning: $0) }
-            if pool.loop.inEventLoop {
-                pool.start(request)
-            } else if !pool.loop.execute({ pool.start(request) }) {
-                request.complete(.failure(HTTPClientError(kind: .connection, message: "the client is shut down")))
-            }
+        let request = PendingRequest(
+            path: path,
+            headers: headers,
+            leaseDeadline: leaseDeadline,
+            waiterID: nextWaiterID.add(1, ordering: .relaxed).oldValue,
+            completion: completion
+        )
+        if pool.loop.inEventLoop {
+            pool.start(request)
+        } else if !pool.loop.execute({ pool.start(request) }) {
+            request.complete(.failure(HTTPClientError(kind: .connection, message: "the client is shut down")))
         }
     }
 

@@ -12,6 +12,19 @@ enum LoopSleep {
             try? await Task.sleep(for: duration)
         }
     }
+
+    /// Calls `body` after `duration`: on a timer of the calling thread's
+    /// loop, or off the loops in a task.
+    static func after(_ duration: Duration, _ body: @escaping @Sendable () -> Void) {
+        if let loop = EventLoop.current {
+            _ = loop.scheduleTimer(after: duration, body)
+        } else {
+            Task {
+                try? await Task.sleep(for: duration)
+                body()
+            }
+        }
+    }
 }
 
 /// `gateway_upstream_inflight`, fed by the client as exchanges go out and end.

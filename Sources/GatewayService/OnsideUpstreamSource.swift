@@ -41,53 +41,54 @@ public struct OnsideUpstreamSource: ProductSource {
     }
 
     public func fetch(_ request: SourceRequest) async -> Result<SourcePage, ProductsFetchFailure> {
+        await withCheckedContinuation { continuation in
+            fetch(request) { continuation.resume(returning: $0) }
+        }
+    }
+
+    /// The fetch with no task: each attempt's answer comes back by the
+    /// client's callback, on the loop that sent it, and the backoff before
+    /// a retry is a timer of that loop.
+    public func fetch(_ request: SourceRequest, completion: @escaping @Sendable (Result<SourcePage, ProductsFetchFailure>) -> Void) {
         let path = UpstreamRequestPath.make(basePath: settings.basePath, request: request)
         var headers = HTTPHeaders(reservingCapacity: 4)
         headers.add("Accept", "application/json")
         headers.add("X-Request-Id", request.requestID)
         if let authorization { headers.add("Authorization", authorization) }
         if let language = request.scope.language { headers.add("Accept-Language", language.text) }
+        attempt(0, path: path, headers: headers, request: request, completion: completion)
+    }
 
-        var attempt = 0
-        while true {
-            let outcome = await attemptOnce(path: path, headers: headers, deadline: request.deadline)
-            let verdict = UpstreamResponseClassifier.classify(outcome)
-            switch verdict {
+    /// One attempt. The client bounds it as a whole by `UPSTREAM_TIMEOUT_MS`
+    /// with a loop timer that closes its connection and frees its lease at
+    /// once; the wait for a lease is bounded by the fetch's deadline.
+    private func attempt(_ attempt: Int, path: String, headers: HTTPHeaders, request: SourceRequest, completion: @escaping @Sendable (Result<SourcePage, ProductsFetchFailure>) -> Void) {
+        let started = ContinuousClock.now
+        client.get(path: path, headers: headers, leaseDeadline: request.deadline) { [self] outcome in
+            switch outcome {
+            case .success(let response): metrics.recordUpstream(status: "\(response.status)", duration: ContinuousClock.now - started)
+            case .failure: metrics.recordUpstream(status: "connection_error", duration: ContinuousClock.now - started)
+            }
+            switch UpstreamResponseClassifier.classify(outcome) {
             case .success(let page):
-                return .success(page)
+                completion(.success(page))
             case .failure(let failure, let retryable, let retryAfter):
-                let canRetry = retryable && attempt < settings.retries
-                guard canRetry else { return .failure(failure) }
+                guard retryable && attempt < settings.retries else { return completion(.failure(failure)) }
                 let backoff = retryAfter.map { Duration.seconds($0) } ?? jitteredBackoff(attempt: attempt)
                 // A retry that cannot finish before the deadline is not worth
                 // starting; the caller gets the real failure instead.
                 if ContinuousClock.now + backoff >= request.deadline {
-                    return .failure(failure)
+                    return completion(.failure(failure))
                 }
                 logger.debug("upstream attempt failed, retrying", metadata: [
                     "requestId": "\(request.requestID)",
                     "attempt": "\(attempt + 1)", "reason": "\(failure.reason)", "backoffMs": "\(backoff.milliseconds)",
                 ])
-                await LoopSleep.sleep(for: backoff)
-                attempt += 1
+                LoopSleep.after(backoff) { [self] in
+                    self.attempt(attempt + 1, path: path, headers: headers, request: request, completion: completion)
+                }
             }
         }
-    }
-
-    /// One attempt. The client bounds it as a whole by `UPSTREAM_TIMEOUT_MS`
-    /// with a loop timer that cancels the request and frees its connection
-    /// and lease at once; the wait for a lease is bounded by the fetch's
-    /// deadline.
-    private func attemptOnce(path: String, headers: HTTPHeaders, deadline: ContinuousClock.Instant) async -> Result<HTTPClientResponse, HTTPClientError> {
-        let started = ContinuousClock.now
-        let result = await client.get(path: path, headers: headers, leaseDeadline: deadline)
-        let status: String
-        switch result {
-        case .success(let response): status = "\(response.status)"
-        case .failure: status = "connection_error"
-        }
-        metrics.recordUpstream(status: status, duration: ContinuousClock.now - started)
-        return result
     }
 
     private func jitteredBackoff(attempt: Int) -> Duration {

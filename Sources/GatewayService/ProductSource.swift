@@ -1,3 +1,4 @@
+import EventTransport
 import JSONRPC
 import ProductsDomain
 
@@ -75,6 +76,20 @@ extension SourcePage {
 /// normalisation, errors).
 public protocol ProductSource: Sendable {
     func fetch(_ request: SourceRequest) async -> Result<SourcePage, ProductsFetchFailure>
+
+    /// The same fetch, its outcome handed to `completion` once, from any
+    /// thread. A source that can answer by callback (the upstream over
+    /// HTTPS) does so with no task; the default runs ``fetch(_:)`` in a
+    /// task on the calling thread's loop.
+    func fetch(_ request: SourceRequest, completion: @escaping @Sendable (Result<SourcePage, ProductsFetchFailure>) -> Void)
+}
+
+extension ProductSource {
+    public func fetch(_ request: SourceRequest, completion: @escaping @Sendable (Result<SourcePage, ProductsFetchFailure>) -> Void) {
+        Task(executorPreference: EventLoop.current) {
+            completion(await fetch(request))
+        }
+    }
 }
 
 /// Serves a catalog as if it were the upstream.

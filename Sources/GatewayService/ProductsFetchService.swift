@@ -248,18 +248,18 @@ public final class ProductsFetchService: Sendable {
         for fetch in claim.started { start(fetch, requestID: requestID, deadline: deadline) }
     }
 
-    /// Starts a shared fetch in a task of its own: no caller owns it, so a
-    /// caller leaving never cancels it for the others; the coalescer owns
-    /// it, from the claim until `finish`. The task runs on the calling thread's
-    /// event loop when there is one, so the fetch, its upstream exchange and
-    /// its timers stay on the loop of the call that started it.
+    /// Starts a shared fetch, owned by no caller, so a caller leaving never
+    /// cancels it for the others; the coalescer owns it, from the claim
+    /// until `finish`. The source runs it on the calling thread's event
+    /// loop when there is one (the upstream by callback, with no task;
+    /// other sources in a task on that loop), so the fetch, its upstream
+    /// exchange and its timers stay on the loop of the call that started it.
     private func start(_ fetch: SharedFetch, requestID: String, deadline: ContinuousClock.Instant) {
         let request = SourceRequest(scope: fetch.scope, identifiers: fetch.identifiers, requestID: requestID, deadline: deadline)
         let source = self.source
         let cache = self.cache
         let coalescer = self.coalescer
-        Task(executorPreference: EventLoop.current) {
-            let outcome = await source.fetch(request)
+        source.fetch(request) { outcome in
             if case .success(let page) = outcome {
                 // Stored before the identifiers are released, so a call
                 // arriving in between finds one or the other.
