@@ -59,12 +59,12 @@ public struct JSONRPCError: Error, Sendable, Equatable {
     /// Writes ``jsonValue`` without building it.
     public func write(to writer: inout JSONWriter) {
         writer.beginObject()
-        writer.key("code")
+        writer.key(literal: "code")
         writer.integer(code)
-        writer.key("message")
+        writer.key(literal: "message")
         writer.string(message)
         if let data {
-            writer.key("data")
+            writer.key(literal: "data")
             writer.value(data)
         }
         writer.endObject()

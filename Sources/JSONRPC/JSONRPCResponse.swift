@@ -27,17 +27,17 @@ public struct JSONRPCResponse: Sendable, Equatable {
     /// ``JSONValue/encoded(_:)`` is appended as its bytes.
     public func write(to writer: inout JSONWriter) {
         writer.beginObject()
-        writer.key("jsonrpc")
+        writer.key(literal: "jsonrpc")
         writer.string("2.0")
         switch outcome {
         case .success(let result):
-            writer.key("result")
+            writer.key(literal: "result")
             writer.value(result)
         case .failure(let error):
-            writer.key("error")
+            writer.key(literal: "error")
             error.write(to: &writer)
         }
-        writer.key("id")
+        writer.key(literal: "id")
         id.write(to: &writer)
         writer.endObject()
     }

@@ -124,6 +124,28 @@ public struct JSONWriter: Sendable {
         state = .memberName
     }
 
+    /// ``key(_:)`` for a name fixed in the source (`"price"`), which needs
+    /// no escaping: its quotes, text and colon are appended as they are.
+    ///
+    /// - Precondition: `name` holds no `"`, `\\` or control character.
+    public mutating func key(literal name: StaticString) {
+        switch state {
+        case .objectStart:
+            break
+        case .memberValue:
+            bytes.append(UInt8(ascii: ","))
+        default:
+            preconditionFailure("JSONWriter.key(literal:) outside an object or where a member value is due")
+        }
+        let text = UnsafeBufferPointer(start: name.utf8Start, count: name.utf8CodeUnitCount)
+        assert(!text.contains { $0 < 0x20 || $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\\") }, "a literal member name that needs escaping")
+        bytes.append(UInt8(ascii: "\""))
+        bytes.append(contentsOf: text)
+        bytes.append(UInt8(ascii: "\""))
+        bytes.append(UInt8(ascii: ":"))
+        state = .memberName
+    }
+
     // MARK: - Values
 
     /// Writes a string, escaped.
@@ -285,14 +307,12 @@ public struct JSONWriter: Sendable {
     /// `text` in double quotes, escaped.
     private mutating func appendQuoted(_ text: String) {
         bytes.append(UInt8(ascii: "\""))
-        // Native strings hand out their UTF-8 in place; runs that need no
-        // escape are then copied whole instead of byte by byte.
-        let copied: Void? = text.utf8.withContiguousStorageIfAvailable { utf8 in
-            appendEscaped(utf8)
-        }
-        if copied == nil {
-            for byte in text.utf8 { appendEscaped(byte) }
-        }
+        // Every string hands out its UTF-8 this way: native ones in place,
+        // small ones (up to 15 bytes, most identifiers, prices and codes)
+        // from a stack copy. Runs that need no escape are then copied whole
+        // instead of byte by byte.
+        var text = text
+        text.withUTF8 { appendEscaped($0) }
         bytes.append(UInt8(ascii: "\""))
     }
 

@@ -26,9 +26,9 @@ public struct Money: Sendable, Equatable {
     /// Writes ``jsonValue``'s bytes without building it.
     public func write(to writer: inout JSONWriter) {
         writer.beginObject()
-        writer.key("value")
+        writer.key(literal: "value")
         writer.number(amount.text)
-        writer.key("currencyCode")
+        writer.key(literal: "currencyCode")
         writer.string(currency.text)
         writer.endObject()
     }

@@ -68,23 +68,23 @@ public struct Product: Sendable, Equatable {
         if let discountedPrice { capacity += 88 + discountedPrice.price.amount.text.utf8.count }
         var writer = JSONWriter(reservingCapacity: capacity)
         writer.beginObject()
-        writer.key("productIdentifier")
+        writer.key(literal: "productIdentifier")
         writer.string(productIdentifier)
-        writer.key("localizedTitle")
+        writer.key(literal: "localizedTitle")
         writer.string(localizedTitle)
-        writer.key("localizedDescription")
+        writer.key(literal: "localizedDescription")
         writer.string(localizedDescription)
-        writer.key("iconUrl")
+        writer.key(literal: "iconUrl")
         if let iconURL { writer.string(iconURL) } else { writer.null() }
-        writer.key("price")
+        writer.key(literal: "price")
         price.write(to: &writer)
-        writer.key("subscriptionPeriod")
+        writer.key(literal: "subscriptionPeriod")
         if let subscriptionPeriod { subscriptionPeriod.write(to: &writer) } else { writer.null() }
-        writer.key("subscriptionGroupIdentifier")
+        writer.key(literal: "subscriptionGroupIdentifier")
         if let subscriptionGroupIdentifier { writer.string(subscriptionGroupIdentifier) } else { writer.null() }
-        writer.key("introductoryPrice")
+        writer.key(literal: "introductoryPrice")
         if let introductoryPrice { introductoryPrice.write(to: &writer) } else { writer.null() }
-        writer.key("discountedPrice")
+        writer.key(literal: "discountedPrice")
         if let discountedPrice { discountedPrice.write(to: &writer) } else { writer.null() }
         writer.endObject()
         return writer.finish()

@@ -66,19 +66,19 @@ extension ProductsResult {
         }
         var writer = JSONWriter(reservingCapacity: capacity)
         writer.beginObject()
-        writer.key("products")
+        writer.key(literal: "products")
         writer.beginArray()
         for answer in answers {
             if let product = answer?.product { writer.encoded(product) }
         }
         writer.endArray()
-        writer.key("invalidProductIdentifiers")
+        writer.key(literal: "invalidProductIdentifiers")
         writer.beginArray()
         for index in requested.indices where answers[index]?.product == nil {
             writer.string(requested[index])
         }
         writer.endArray()
-        writer.key("region")
+        writer.key(literal: "region")
         region.write(to: &writer)
         writer.endObject()
         return writer.finish()

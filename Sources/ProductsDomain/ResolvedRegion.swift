@@ -26,9 +26,9 @@ public struct ResolvedRegion: Sendable, Equatable {
     /// Writes ``jsonValue``'s bytes without building it.
     public func write(to writer: inout JSONWriter) {
         writer.beginObject()
-        writer.key("countryCode")
+        writer.key(literal: "countryCode")
         writer.string(countryCode.text)
-        writer.key("source")
+        writer.key(literal: "source")
         writer.string(source.rawValue)
         writer.endObject()
     }

@@ -59,9 +59,9 @@ public struct SubscriptionPeriod: Sendable, Equatable {
     /// Writes ``jsonValue``'s bytes without building it.
     public func write(to writer: inout JSONWriter) {
         writer.beginObject()
-        writer.key("unit")
+        writer.key(literal: "unit")
         writer.string(unit.rawValue)
-        writer.key("numberOfUnits")
+        writer.key(literal: "numberOfUnits")
         writer.integer(numberOfUnits)
         writer.endObject()
     }

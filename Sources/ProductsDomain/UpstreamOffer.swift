@@ -27,9 +27,9 @@ public struct UpstreamOffer: Sendable, Equatable {
     /// Writes ``jsonValue``'s bytes without building it.
     public func write(to writer: inout JSONWriter) {
         writer.beginObject()
-        writer.key("price")
+        writer.key(literal: "price")
         price.write(to: &writer)
-        writer.key("period")
+        writer.key(literal: "period")
         period.write(to: &writer)
         writer.endObject()
     }
