@@ -107,6 +107,7 @@ public final class GatewayApplication: Service {
             maxBatchSize: configuration.maxBatch,
             methods: ["products.fetch": Self.productsFetchMethod(service: service), "rpc.discover": OpenRPCDocument.discoverMethod()],
             immediateMethods: ["products.fetch": { request, context in service.fetchImmediately(params: request.params, requestID: context.requestID, logger: { context.logger }) }],
+            fastMethods: ["products.fetch": { params, context in service.fetchImmediately(paramsJSON: params, requestID: context.requestID, logger: { context.logger }) }],
             observer: Self.callObserver(metrics: metrics)
         )
         let readiness = ReadinessState()

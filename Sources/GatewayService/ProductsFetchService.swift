@@ -84,6 +84,21 @@ public final class ProductsFetchService: Sendable {
         case .failure(let error): return .answer(.failure(error))
         case .success(let valid): (parsed, region) = valid
         }
+        return fetchImmediately(parsed, region: region, requestID: requestID, logger: logger)
+    }
+
+    /// ``fetchImmediately(params:requestID:logger:)`` for params read from
+    /// the text of the call's params object with no JSON tree
+    /// (``FetchProductsParams/read(json:limits:parserLimits:)``); `nil`,
+    /// before anything is done, when those params or their region are not
+    /// the usual valid ones: the tree's way then answers, wording the error.
+    public func fetchImmediately(paramsJSON: UnsafeBufferPointer<UInt8>, requestID: String, logger: @escaping @Sendable () -> Logger) -> JSONRPCImmediateOutcome? {
+        guard let parsed = FetchProductsParams.read(json: paramsJSON, limits: settings.limits),
+              let region = try? settings.regionResolver.resolve(parsed) else { return nil }
+        return fetchImmediately(parsed, region: region, requestID: requestID, logger: logger)
+    }
+
+    private func fetchImmediately(_ parsed: FetchProductsParams, region: ResolvedRegion, requestID: String, logger: @escaping @Sendable () -> Logger) -> JSONRPCImmediateOutcome {
         let call = begin(parsed, region: region, requestID: requestID)
         let missing = call.missing
         guard !missing.isEmpty else { return .answer(.success(.encoded(call.result))) }

@@ -25,6 +25,14 @@ public struct JSONRPCServer<Context: Sendable>: Sendable {
     /// (`later`), or `nil` when the method must run as its ``Method``.
     public typealias ImmediateMethod = @Sendable (JSONRPCRequest, Context) -> JSONRPCImmediateOutcome?
 
+    /// A method's form for the usual call, read with no JSON tree: the text
+    /// of its params object (already checked as JSON) and the transport's
+    /// context in. It answers as an ``ImmediateMethod`` does, or gives `nil`
+    /// before doing anything, and the call then goes the tree's way, which
+    /// words every refusal. So it may only answer what the tree's way would
+    /// answer for the same params.
+    public typealias FastMethod = @Sendable (_ params: UnsafeBufferPointer<UInt8>, _ context: Context) -> JSONRPCImmediateOutcome?
+
     /// What ``start(body:context:)`` could do without suspending.
     public enum Start: Sendable {
         /// The reply is ready.
@@ -81,6 +89,7 @@ public struct JSONRPCServer<Context: Sendable>: Sendable {
     public let limits: JSONParser.Limits
     private let methods: [String: Method]
     private let immediateMethods: [String: ImmediateMethod]
+    private let fastMethods: [String: FastMethod]
     private let observer: Observer?
 
     /// A server answering `methods` by name.
@@ -89,11 +98,15 @@ public struct JSONRPCServer<Context: Sendable>: Sendable {
     ///   its value before a server is built).
     /// - Parameter immediateMethods: for some of `methods`, a way to answer
     ///   without suspending when it can (see ``start(body:context:)``).
-    public init(maxBatchSize: Int, methods: [String: Method], immediateMethods: [String: ImmediateMethod] = [:], limits: JSONParser.Limits = .init(), observer: Observer? = nil) {
+    /// - Parameter fastMethods: for some of `methods`, a way to answer the
+    ///   usual single call without building its JSON tree (see
+    ///   ``FastMethod``).
+    public init(maxBatchSize: Int, methods: [String: Method], immediateMethods: [String: ImmediateMethod] = [:], fastMethods: [String: FastMethod] = [:], limits: JSONParser.Limits = .init(), observer: Observer? = nil) {
         precondition(maxBatchSize >= 1, "maxBatchSize must be at least 1")
         self.maxBatchSize = maxBatchSize
         self.methods = methods
         self.immediateMethods = immediateMethods
+        self.fastMethods = fastMethods
         self.limits = limits
         self.observer = observer
     }
@@ -117,6 +130,7 @@ public struct JSONRPCServer<Context: Sendable>: Sendable {
     /// ones cost no task and no trip through the executor unless the method
     /// itself needs one.
     public func start(body: [UInt8], context: Context) -> Start {
+        if !fastMethods.isEmpty, let fast = startFast(body: body, context: context) { return fast }
         let document: JSONValue
         do {
             document = try JSONParser.parse(body, limits: limits)
@@ -152,6 +166,27 @@ public struct JSONRPCServer<Context: Sendable>: Sendable {
         observe(method: request.method, outcome: outcome, duration: ContinuousClock.now - started, isNotification: request.isNotification, context: context)
         guard let id = request.id else { return .answered(.noContent) }
         return .answered(Self.reply(JSONRPCResponse(id: id, outcome: outcome)))
+    }
+
+    /// The usual single call of a method with a ``FastMethod``, read from
+    /// the body's bytes with no tree (``JSONRPCEnvelope``); `nil` when the
+    /// body is anything else or the method gives up. The answer, the reply
+    /// and the observer's record are those of the tree's way.
+    private func startFast(body: [UInt8], context: Context) -> Start? {
+        body.withUnsafeBufferPointer { input -> Start? in
+            guard let envelope = JSONRPCEnvelope.scan(input, limits: limits),
+                  let fast = fastMethods[envelope.method], methods[envelope.method] != nil else { return nil }
+            let started = ContinuousClock.now
+            guard let answer = fast(UnsafeBufferPointer(rebasing: input[envelope.params]), context) else { return nil }
+            let request = JSONRPCRequest(id: envelope.id, method: envelope.method)
+            switch answer {
+            case .answer(let outcome):
+                observe(method: request.method, outcome: outcome, duration: ContinuousClock.now - started, isNotification: false, context: context)
+                return .answered(Self.reply(JSONRPCResponse(id: envelope.id, outcome: outcome)))
+            case .later(let answerLater):
+                return .deferred(DeferredCall(server: self, request: request, context: context, started: started, answerLater: answerLater))
+            }
+        }
     }
 
     /// The reply to a parsed body.

@@ -150,6 +150,16 @@ package struct JSONScanner {
         }
     }
 
+    /// Where the next value starts, after any whitespace (nothing is
+    /// consumed): with ``offset`` after reading it, the value's bytes.
+    package mutating func valueStart() -> Int {
+        skipWhitespace()
+        return position
+    }
+
+    /// The offset of the next byte to read.
+    package var offset: Int { position }
+
     /// Checks that only whitespace follows the document.
     package mutating func end() throws(Refusal) {
         precondition(depth == 0, "JSONScanner.end() inside a container")

@@ -28,6 +28,21 @@ struct FuzzCase {
         }
         FuzzEngine.check(body: input, document: document)
         checkUpstreamBodyReading()
+        checkParamsReading()
+    }
+
+    // MARK: - products.fetch params
+
+    /// The input as a call's params: the tree-free reader may give up, but
+    /// params it returns must be exactly what the tree's parse returns.
+    private func checkParamsReading() {
+        let limits = FetchProductsLimits(maxIdentifiers: 4)
+        guard let fast = input.withUnsafeBufferPointer({ FetchProductsParams.read(json: $0, limits: limits) }) else { return }
+        guard let value = try? JSONParser.parse(input), case .object(let members) = value,
+              let tree = try? FetchProductsParams.parse(.object(members), limits: limits) else {
+            fail("the tree-free params reader accepted params the tree refuses: \(Self.shown(input))")
+        }
+        require(fast == tree, "the tree-free params reader read other params than the tree: \(Self.shown(input))")
     }
 
     // MARK: - The upstream body
