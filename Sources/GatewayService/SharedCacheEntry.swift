@@ -1,3 +1,4 @@
+import Glibc
 import JSONRPC
 import ProductsDomain
 
@@ -82,16 +83,22 @@ struct SharedCacheEntry: Equatable, Sendable {
     static func payload(_ payload: [UInt8], answers identifier: String) -> Bool {
         // Compared piece by piece in place: this runs for every entry of
         // every shared-tier hit.
-        let opening = #"{"productIdentifier":""#.utf8
-        let name = identifier.utf8
-        let headCount = opening.count + name.count + 1
-        guard payload.count > headCount,
-              payload[..<opening.count].elementsEqual(opening),
-              payload[opening.count..<(opening.count + name.count)].elementsEqual(name),
-              payload[headCount - 1] == UInt8(ascii: "\"")
-        else { return false }
-        let next = payload[headCount]
-        return next == UInt8(ascii: ",") || next == UInt8(ascii: "}")
+        // With memcmp: a generic elementsEqual of a slice and a UTF-8 view
+        // went byte by byte through both collections' indices.
+        let opening: StaticString = #"{"productIdentifier":""#
+        var name = identifier
+        return name.withUTF8 { name in
+            payload.withUnsafeBufferPointer { bytes in
+                let headCount = opening.utf8CodeUnitCount + name.count + 1
+                guard bytes.count > headCount, let base = bytes.baseAddress,
+                      memcmp(base, opening.utf8Start, opening.utf8CodeUnitCount) == 0,
+                      name.isEmpty || memcmp(base + opening.utf8CodeUnitCount, name.baseAddress!, name.count) == 0,
+                      bytes[headCount - 1] == UInt8(ascii: "\"")
+                else { return false }
+                let next = bytes[headCount]
+                return next == UInt8(ascii: ",") || next == UInt8(ascii: "}")
+            }
+        }
     }
 
     init(answer: ProductAnswer, freshUntilUnixMS: Int64, staleIfErrorSeconds: Int32, revalidateSeconds: Int32) {

@@ -54,3 +54,34 @@ struct EncodedJSONValidatingTests {
         }
     }
 }
+
+/// The validator reads plain runs of a string eight bytes at a time: a
+/// byte that ends the run (a control character, a byte of 0x80 or more, a
+/// quote or a backslash) is seen at every position of every word.
+@Suite("EncodedJSON validation, word by word")
+struct EncodedJSONWordTests {
+    static func validates(_ bytes: [UInt8]) -> Bool { EncodedJSON(validating: bytes) != nil }
+
+    @Test func aSpecialByteIsSeenAtEveryPosition() {
+        for length in 1...24 {
+            for position in 0..<length {
+                var text = [UInt8](repeating: UInt8(ascii: "a"), count: length)
+                #expect(Self.validates([UInt8(ascii: "\"")] + text + [UInt8(ascii: "\"")]))
+                for raw: UInt8 in [0x00, 0x1F, 0x7F] {
+                    text[position] = raw
+                    // DEL is plain text; the control characters must be escaped.
+                    #expect(Self.validates([UInt8(ascii: "\"")] + text + [UInt8(ascii: "\"")]) == (raw == 0x7F), "byte \(raw) at \(position) of \(length)")
+                }
+                text[position] = UInt8(ascii: "\"")
+                #expect(!Self.validates([UInt8(ascii: "\"")] + text + [UInt8(ascii: "\"")]), "a bare quote at \(position) of \(length)")
+                text[position] = 0xC3 // a lead byte with no continuation
+                #expect(!Self.validates([UInt8(ascii: "\"")] + text + [UInt8(ascii: "\"")]), "a cut UTF-8 sequence at \(position) of \(length)")
+                text.replaceSubrange(position...position, with: [0xC3, 0xA9])
+                #expect(Self.validates([UInt8(ascii: "\"")] + text + [UInt8(ascii: "\"")]), "é at \(position) of \(length)")
+                var writer = JSONWriter()
+                writer.string(String(repeating: "x", count: position) + "\n\\\"" + String(repeating: "y", count: length))
+                #expect(Self.validates(writer.finish().bytes))
+            }
+        }
+    }
+}
