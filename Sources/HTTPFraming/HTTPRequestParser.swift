@@ -39,27 +39,18 @@ public struct HTTPRequestParser: Sendable {
         case failed(HTTPFramingError)
     }
 
-    private enum ChunkPhase {
-        case sizeLine
-        case data(remaining: Int)
-        case dataCR
-        case dataLF
-        case trailer
-    }
-
     private enum State {
         case head
         case fixedBody(HTTPRequestHead, remaining: Int)
-        case chunkedBody(HTTPRequestHead, ChunkPhase)
+        case chunkedBody(HTTPRequestHead)
         case failed(HTTPFramingError)
     }
 
     public let limits: Limits
     private var state: State = .head
-    /// Head bytes of a head split over several reads; also the current
-    /// chunk-size or trailer line.
+    /// Head bytes of a head split over several reads.
     private var pending: [UInt8] = []
-    private var trailerBytes = 0
+    private var chunked = ChunkedBodyReader()
     /// CR and LF bytes seen before the request line.
     private var leadingEmptyBytes = 0
     private var body: [UInt8] = []
@@ -97,8 +88,8 @@ public struct HTTPRequestParser: Sendable {
                     state = .fixedBody(head, remaining: length)
                 case .chunked:
                     body = []
-                    trailerBytes = 0
-                    state = .chunkedBody(head, .sizeLine)
+                    chunked = ChunkedBodyReader()
+                    state = .chunkedBody(head)
                 }
                 if head.expectsContinue && offset == bytes.count {
                     return (offset, .continueExpected)
@@ -113,16 +104,30 @@ public struct HTTPRequestParser: Sendable {
                 }
                 state = .fixedBody(head, remaining: remaining - take)
                 return (offset, .needMore)
-            case .chunkedBody(let head, let phase):
-                let (used, finished) = readChunked(head, phase, UnsafeRawBufferPointer(rebasing: bytes[offset...]))
+            case .chunkedBody(let head):
+                let (used, outcome) = chunked.read(UnsafeRawBufferPointer(rebasing: bytes[offset...]), into: &body, maxBodyBytes: limits.maxBodyBytes, maxTrailerBytes: limits.maxHeaderBytes)
                 offset += used
-                if finished {
+                switch outcome {
+                case .success(true):
                     state = .head
                     return (offset, .request(head, body: takeBody()))
+                case .success(false):
+                    return (offset, .needMore)
+                case .failure(let failure):
+                    fail(Self.error(failure, limits: limits))
+                    if case .failed(let error) = state { return (offset, .failed(error)) }
+                    return (offset, .needMore)
                 }
-                if case .failed(let error) = state { return (offset, .failed(error)) }
-                return (offset, .needMore)
             }
+        }
+    }
+
+    /// A chunked body's refusal, as this parser answers it.
+    private static func error(_ failure: ChunkedBodyReader.Failure, limits: Limits) -> HTTPFramingError {
+        switch failure {
+        case .framing(let error): error
+        case .bodyTooLarge: HTTPFramingError(status: 413, message: "the request body is larger than \(limits.maxBodyBytes) bytes")
+        case .trailerTooLarge: HTTPFramingError(status: 431, message: "the chunked trailer is larger than \(limits.maxHeaderBytes) bytes")
         }
     }
 
@@ -135,7 +140,7 @@ public struct HTTPRequestParser: Sendable {
         var error = error
         if error.requestHeaders == nil {
             switch state {
-            case .fixedBody(let head, _), .chunkedBody(let head, _): error.requestHeaders = head.headers
+            case .fixedBody(let head, _), .chunkedBody(let head): error.requestHeaders = head.headers
             case .head, .failed: break
             }
         }
@@ -215,104 +220,5 @@ public struct HTTPRequestParser: Sendable {
             fail(error)
             return (end, nil)
         }
-    }
-
-    // MARK: - Chunked body
-
-    /// Reads chunks; true once the last chunk and its trailer are in.
-    private mutating func readChunked(_ head: HTTPRequestHead, _ phase: ChunkPhase, _ bytes: UnsafeRawBufferPointer) -> (Int, Bool) {
-        var phase = phase
-        var offset = 0
-        defer {
-            if case .chunkedBody = state { state = .chunkedBody(head, phase) }
-        }
-        while offset < bytes.count {
-            switch phase {
-            case .sizeLine, .trailer:
-                let isTrailer = if case .trailer = phase { true } else { false }
-                guard let lf = bytes[offset...].firstIndex(of: ASCII.lf) else {
-                    pending.append(contentsOf: UnsafeRawBufferPointer(rebasing: bytes[offset...]))
-                    if isTrailer { trailerBytes += bytes.count - offset }
-                    if pending.count > 1024 && !isTrailer {
-                        fail(.badRequest("a chunk-size line is longer than 1024 bytes"))
-                    } else if trailerBytes > limits.maxHeaderBytes {
-                        fail(HTTPFramingError(status: 431, message: "the chunked trailer is larger than \(limits.maxHeaderBytes) bytes"))
-                    }
-                    return (bytes.count, false)
-                }
-                pending.append(contentsOf: UnsafeRawBufferPointer(rebasing: bytes[offset...lf]))
-                if isTrailer { trailerBytes += lf + 1 - offset }
-                offset = lf + 1
-                let line = pending
-                pending.removeAll(keepingCapacity: true)
-                guard line.count >= 2, line[line.count - 2] == ASCII.cr else {
-                    fail(.badRequest("a line of the chunked body ends in a bare LF; lines end in CRLF"))
-                    return (offset, false)
-                }
-                if isTrailer {
-                    if trailerBytes > limits.maxHeaderBytes {
-                        fail(HTTPFramingError(status: 431, message: "the chunked trailer is larger than \(limits.maxHeaderBytes) bytes"))
-                        return (offset, false)
-                    }
-                    if line.count == 2 { return (offset, true) }
-                    if let error = line.withUnsafeBytes({ HeadParser.checkTrailerField(UnsafeRawBufferPointer(rebasing: $0[..<(line.count - 2)])) }) {
-                        fail(error)
-                        return (offset, false)
-                    }
-                    continue
-                }
-                switch line.withUnsafeBytes({ Self.chunkSize(UnsafeRawBufferPointer(rebasing: $0[..<(line.count - 2)])) }) {
-                case .failure(let error):
-                    fail(error)
-                    return (offset, false)
-                case .success(0):
-                    phase = .trailer
-                case .success(let size):
-                    guard size <= limits.maxBodyBytes - body.count else {
-                        fail(HTTPFramingError(status: 413, message: "the request body is larger than \(limits.maxBodyBytes) bytes"))
-                        return (offset, false)
-                    }
-                    phase = .data(remaining: size)
-                }
-            case .data(let remaining):
-                let take = min(remaining, bytes.count - offset)
-                body.append(contentsOf: UnsafeRawBufferPointer(rebasing: bytes[offset..<(offset + take)]))
-                offset += take
-                phase = take == remaining ? .dataCR : .data(remaining: remaining - take)
-            case .dataCR, .dataLF:
-                let expected = if case .dataCR = phase { ASCII.cr } else { ASCII.lf }
-                guard bytes[offset] == expected else {
-                    fail(.badRequest("chunk data is not followed by CRLF"))
-                    return (offset, false)
-                }
-                offset += 1
-                phase = expected == ASCII.cr ? .dataLF : .sizeLine
-            }
-        }
-        return (offset, false)
-    }
-
-    /// `chunk-size [ chunk-ext ]` (RFC 9112 section 7.1): hex digits, then
-    /// nothing or extensions that start with `;`.
-    static func chunkSize(_ line: UnsafeRawBufferPointer) -> Result<Int, HTTPFramingError> {
-        var size = 0
-        var index = 0
-        while index < line.count, let digit = ASCII.hexValue(line[index]) {
-            guard size <= (Int.max - digit) / 16 else {
-                return .failure(HTTPFramingError(status: 413, message: "a chunk size does not fit in 63 bits"))
-            }
-            size = size * 16 + digit
-            index += 1
-        }
-        guard index > 0 else { return .failure(.badRequest("a chunk size is not hexadecimal digits")) }
-        var rest = index
-        while rest < line.count, line[rest] == ASCII.space || line[rest] == ASCII.tab { rest += 1 }
-        guard rest == line.count || line[rest] == ASCII.semicolon else {
-            return .failure(.badRequest("a chunk size is followed by something other than an extension"))
-        }
-        for byte in line[rest...] where !ASCII.isFieldValueByte(byte) {
-            return .failure(.badRequest("a chunk extension holds a control character"))
-        }
-        return .success(size)
     }
 }

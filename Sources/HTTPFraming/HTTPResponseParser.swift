@@ -76,28 +76,19 @@ public struct HTTPResponseParser: Sendable {
         case untilClose
     }
 
-    private enum ChunkPhase {
-        case sizeLine
-        case data(remaining: Int)
-        case dataCR
-        case dataLF
-        case trailer
-    }
-
     private enum State {
         case head
         case fixedBody(Head, remaining: Int)
-        case chunkedBody(Head, ChunkPhase)
+        case chunkedBody(Head)
         case untilClose(Head)
         case failed(Failure)
     }
 
     public let limits: Limits
     private var state: State = .head
-    /// Head bytes of a head split over several reads; also the current
-    /// chunk-size or trailer line.
+    /// Head bytes of a head split over several reads.
     private var pending: [UInt8] = []
-    private var trailerBytes = 0
+    private var chunked = ChunkedBodyReader()
     private var body: [UInt8] = []
 
     public init(limits: Limits) {
@@ -134,8 +125,8 @@ public struct HTTPResponseParser: Sendable {
                     body.reserveCapacity(length)
                     state = .fixedBody(head, remaining: length)
                 case .chunked:
-                    trailerBytes = 0
-                    state = .chunkedBody(head, .sizeLine)
+                    chunked = ChunkedBodyReader()
+                    state = .chunkedBody(head)
                 case .untilClose:
                     state = .untilClose(head)
                 }
@@ -149,15 +140,20 @@ public struct HTTPResponseParser: Sendable {
                 }
                 state = .fixedBody(head, remaining: remaining - take)
                 return (offset, .needMore)
-            case .chunkedBody(let head, let phase):
-                let (used, finished) = readChunked(head, phase, UnsafeRawBufferPointer(rebasing: bytes[offset...]))
+            case .chunkedBody(let head):
+                let (used, outcome) = chunked.read(UnsafeRawBufferPointer(rebasing: bytes[offset...]), into: &body, maxBodyBytes: limits.maxBodyBytes, maxTrailerBytes: limits.maxHeaderBytes)
                 offset += used
-                if finished {
+                switch outcome {
+                case .success(true):
                     state = .head
                     return (offset, .response(response(head)))
+                case .success(false):
+                    return (offset, .needMore)
+                case .failure(let failure):
+                    let refusal = self.failure(failure)
+                    fail(refusal)
+                    return (offset, .failed(refusal))
                 }
-                if case .failed(let failure) = state { return (offset, .failed(failure)) }
-                return (offset, .needMore)
             case .untilClose:
                 let count = bytes.count - offset
                 guard count <= limits.maxBodyBytes - body.count else {
@@ -403,85 +399,12 @@ public struct HTTPResponseParser: Sendable {
 
     // MARK: - Chunked body
 
-    /// Reads chunks; true once the last chunk and its trailer are in.
-    private mutating func readChunked(_ head: Head, _ phase: ChunkPhase, _ bytes: UnsafeRawBufferPointer) -> (Int, Bool) {
-        var phase = phase
-        var offset = 0
-        defer {
-            if case .chunkedBody = state { state = .chunkedBody(head, phase) }
-        }
-        while offset < bytes.count {
-            switch phase {
-            case .sizeLine, .trailer:
-                let isTrailer = if case .trailer = phase { true } else { false }
-                guard let lf = bytes[offset...].firstIndex(of: ASCII.lf) else {
-                    pending.append(contentsOf: UnsafeRawBufferPointer(rebasing: bytes[offset...]))
-                    if isTrailer { trailerBytes += bytes.count - offset }
-                    if pending.count > 1024 && !isTrailer {
-                        fail(.malformed("a chunk-size line is longer than 1024 bytes"))
-                    } else if trailerBytes > limits.maxHeaderBytes {
-                        fail(.headerTooLarge(limit: limits.maxHeaderBytes))
-                    }
-                    return (bytes.count, false)
-                }
-                pending.append(contentsOf: UnsafeRawBufferPointer(rebasing: bytes[offset...lf]))
-                if isTrailer { trailerBytes += lf + 1 - offset }
-                offset = lf + 1
-                let line = pending
-                pending.removeAll(keepingCapacity: true)
-                guard line.count >= 2, line[line.count - 2] == ASCII.cr else {
-                    fail(.malformed("a line of the chunked body ends in a bare LF; lines end in CRLF"))
-                    return (offset, false)
-                }
-                if isTrailer {
-                    if trailerBytes > limits.maxHeaderBytes {
-                        fail(.headerTooLarge(limit: limits.maxHeaderBytes))
-                        return (offset, false)
-                    }
-                    if line.count == 2 { return (offset, true) }
-                    if let error = line.withUnsafeBytes({ HeadParser.checkTrailerField(UnsafeRawBufferPointer(rebasing: $0[..<(line.count - 2)])) }) {
-                        fail(.malformed(error.message))
-                        return (offset, false)
-                    }
-                    continue
-                }
-                switch line.withUnsafeBytes({ Self.chunkSize(UnsafeRawBufferPointer(rebasing: $0[..<(line.count - 2)])) }) {
-                case .failure(let failure):
-                    fail(failure)
-                    return (offset, false)
-                case .success(0):
-                    phase = .trailer
-                case .success(let size):
-                    guard size <= limits.maxBodyBytes - body.count else {
-                        fail(.tooLarge(limit: limits.maxBodyBytes))
-                        return (offset, false)
-                    }
-                    phase = .data(remaining: size)
-                }
-            case .data(let remaining):
-                let take = min(remaining, bytes.count - offset)
-                body.append(contentsOf: UnsafeRawBufferPointer(rebasing: bytes[offset..<(offset + take)]))
-                offset += take
-                phase = take == remaining ? .dataCR : .data(remaining: remaining - take)
-            case .dataCR, .dataLF:
-                let expected = if case .dataCR = phase { ASCII.cr } else { ASCII.lf }
-                guard bytes[offset] == expected else {
-                    fail(.malformed("chunk data is not followed by CRLF"))
-                    return (offset, false)
-                }
-                offset += 1
-                phase = expected == ASCII.cr ? .dataLF : .sizeLine
-            }
-        }
-        return (offset, false)
-    }
-
-    /// The request parser's rule for a chunk-size line, its refusals
-    /// worded as malformed responses.
-    private static func chunkSize(_ line: UnsafeRawBufferPointer) -> Result<Int, Failure> {
-        switch HTTPRequestParser.chunkSize(line) {
-        case .success(let size): .success(size)
-        case .failure(let error): .failure(.malformed(error.message))
+    /// A chunked body's refusal, as a response's.
+    private func failure(_ failure: ChunkedBodyReader.Failure) -> Failure {
+        switch failure {
+        case .framing(let error): .malformed(error.message)
+        case .bodyTooLarge: .tooLarge(limit: limits.maxBodyBytes)
+        case .trailerTooLarge: .headerTooLarge(limit: limits.maxHeaderBytes)
         }
     }
 }
