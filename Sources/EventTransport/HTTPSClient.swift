@@ -77,6 +77,11 @@ public final class HTTPSClient: Sendable {
     private let pools: [HTTPSConnectionPool]
     let state: Mutex<StateMachine>
     private let nextWaiterID = Atomic<Int>(0)
+    private let shutDown = Atomic<Bool>(false)
+
+    /// Whether ``shutdown()`` has begun: no new exchange starts, so a
+    /// caller should not schedule a retry.
+    public var isShutDown: Bool { shutDown.load(ordering: .acquiring) }
 
     public init(group: EventLoopGroup, configuration: HTTPSClientConfiguration) {
         self.group = group
@@ -137,6 +142,7 @@ public final class HTTPSClient: Sendable {
     /// connections in use close when their exchange ends. Call from a thread
     /// that is not one of the loops.
     public func shutdown() {
+        shutDown.store(true, ordering: .releasing)
         let action = state.withLock { $0.shutDown() }
         for waiter in action.waiters {
             let pool = pools[waiter.loopIndex]
@@ -147,7 +153,13 @@ public final class HTTPSClient: Sendable {
         }
         for pool in pools {
             let ids = action.close.filter { $0.loop == pool.index }.map(\.id)
-            pool.loop.submitAndWait { pool.close(ids) }
+            pool.loop.submitAndWait {
+                pool.close(ids)
+                // Nobody waits for them any more (the calls were answered
+                // `cancelled`); ended now, they leave no connection holding
+                // its caller, and the caller holding the client, at exit.
+                pool.abortExchanges()
+            }
         }
     }
 
@@ -273,7 +285,7 @@ final class HTTPSConnectionPool: @unchecked Sendable {
             // A kept-alive connection the server closed while it sat idle
             // fails before any answer: try once more on a fresh one, under
             // the same lease.
-            if case .failure(let error) = result, wasReused, request.mayRetryStale, error.kind == .connection {
+            if case .failure(let error) = result, wasReused, request.mayRetryStale, error.kind == .connection, !client.isShutDown {
                 request.mayRetryStale = false
                 let replacement = client.state.withLock { $0.replace(connection.id) }
                 retire(connection)
@@ -297,6 +309,14 @@ final class HTTPSConnectionPool: @unchecked Sendable {
             let request = grant.waiter
             let lease = grant.lease
             target.loop.execute { target.run(request, on: lease) }
+        }
+    }
+
+    /// Ends every exchange in progress with "the client is shut down".
+    func abortExchanges() {
+        loop.preconditionInEventLoop()
+        for connection in Array(connections.values) {
+            connection.abort(HTTPClientError(kind: .connection, message: "the client is shut down"))
         }
     }
 

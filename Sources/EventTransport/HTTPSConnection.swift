@@ -197,6 +197,14 @@ final class HTTPSConnection: @unchecked Sendable {
         )))
     }
 
+    /// Ends the exchange in progress, if any, with `error`, and closes.
+    func abort(_ error: HTTPClientError) {
+        guard completion != nil else { return }
+        isClosed = true
+        if let bev = bufferevent { bufferevent_disable(bev, Int16(EV_READ | EV_WRITE)) }
+        finish(.failure(error))
+    }
+
     private func finish(_ result: Result<HTTPClientResponse, HTTPClientError>) {
         if let timerEvent { event_del(timerEvent) }
         guard let completion else { return }

@@ -73,7 +73,8 @@ public struct OnsideUpstreamSource: ProductSource {
             case .success(let page):
                 completion(.success(page))
             case .failure(let failure, let retryable, let retryAfter):
-                guard retryable && attempt < settings.retries else { return completion(.failure(failure)) }
+                // Not after the client shut down: nothing would start.
+                guard retryable && attempt < settings.retries && !client.isShutDown else { return completion(.failure(failure)) }
                 let backoff = retryAfter.map { Duration.seconds($0) } ?? jitteredBackoff(attempt: attempt)
                 // A retry that cannot finish before the deadline is not worth
                 // starting; the caller gets the real failure instead.
