@@ -27,43 +27,33 @@ public struct SourceRequest: Sendable {
     public let deadline: ContinuousClock.Instant
 }
 
-/// An answer in the upstream's shape, with how long it may be reused.
+/// An upstream answer, its products encoded, with how long it may be reused.
 public struct SourcePage: Sendable {
-    public let page: UpstreamProductsPage
     /// From `Cache-Control: max-age`; `nil` when the answer must not be kept.
     public let maxAgeSeconds: Int?
     /// `Cache-Control: stale-if-error`, as the upstream sent it (RFC 5861).
     public let staleIfErrorSeconds: Int?
     /// `Cache-Control: stale-while-revalidate`, as the upstream sent it (RFC 5861).
     public let staleWhileRevalidateSeconds: Int?
-    /// The items normalised and encoded once (``Product/encoded``), by
-    /// identifier; when the upstream repeats an id the first item wins, as
-    /// in ``UpstreamProductsPage/productsByID``. The cache and every call
-    /// waiting on this page splice these bytes instead of encoding the
-    /// products again.
+    /// The products found, normalised and encoded once (``Product/encoded``),
+    /// by identifier; when the upstream repeats an id the first item wins,
+    /// as in ``UpstreamProductsPage/productsByID``. Every identifier asked
+    /// for and not here is unknown. The cache and every call waiting on this
+    /// page splice these bytes instead of encoding the products again.
     public let encodedProducts: [String: EncodedJSON]
 
     /// A page; its items are normalised and encoded here, once.
     public init(page: UpstreamProductsPage, maxAgeSeconds: Int?, staleIfErrorSeconds: Int? = nil, staleWhileRevalidateSeconds: Int? = nil) {
-        self.page = page
-        self.maxAgeSeconds = maxAgeSeconds
-        self.staleIfErrorSeconds = staleIfErrorSeconds
-        self.staleWhileRevalidateSeconds = staleWhileRevalidateSeconds
-        var encoded: [String: EncodedJSON] = [:]
-        encoded.reserveCapacity(page.items.count)
-        for item in page.items where encoded[item.id] == nil {
-            encoded[item.id] = Product(item).encoded
-        }
-        self.encodedProducts = encoded
+        self.init(
+            encodedProducts: page.encodedProducts, maxAgeSeconds: maxAgeSeconds,
+            staleIfErrorSeconds: staleIfErrorSeconds, staleWhileRevalidateSeconds: staleWhileRevalidateSeconds
+        )
     }
-}
 
-extension SourcePage {
-    /// A page assembled from products already encoded (the shared tier's
-    /// entries, another replica's outcome): it has no upstream items, and
-    /// every identifier not in `encodedProducts` is unknown.
-    init(encodedProducts: [String: EncodedJSON], maxAgeSeconds: Int?, staleIfErrorSeconds: Int?, staleWhileRevalidateSeconds: Int?) {
-        self.page = UpstreamProductsPage(items: [], notFound: [])
+    /// A page of products already encoded: an upstream body transcoded
+    /// (``UpstreamProductsPage/encodedProducts(of:)``), the shared tier's
+    /// entries, another replica's outcome.
+    public init(encodedProducts: [String: EncodedJSON], maxAgeSeconds: Int?, staleIfErrorSeconds: Int? = nil, staleWhileRevalidateSeconds: Int? = nil) {
         self.maxAgeSeconds = maxAgeSeconds
         self.staleIfErrorSeconds = staleIfErrorSeconds
         self.staleWhileRevalidateSeconds = staleWhileRevalidateSeconds

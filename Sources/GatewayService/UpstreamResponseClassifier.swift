@@ -25,11 +25,11 @@ enum UpstreamResponseClassifier {
         switch status {
         case 200:
             do {
-                let page = try UpstreamProductsPage.parse(response.body)
+                let products = try UpstreamProductsPage.encodedProducts(of: response.body)
                 let cacheControl = response.headers.values("Cache-Control")
                 let stale = StaleAnswerDirectives.parse(cacheControl)
                 return .success(SourcePage(
-                    page: page,
+                    encodedProducts: products,
                     maxAgeSeconds: maxAge(cacheControl),
                     staleIfErrorSeconds: stale.staleIfErrorSeconds,
                     staleWhileRevalidateSeconds: stale.staleWhileRevalidateSeconds

@@ -37,6 +37,12 @@ package struct JSONScanner {
         fileprivate let end: Int
         /// No escapes: the bytes are the text.
         fileprivate let isVerbatim: Bool
+
+        /// At least the number of UTF-8 bytes of the text (its length in
+        /// the input, escapes included), for sizing buffers.
+        package var utf8CountBound: Int {
+            end - start
+        }
     }
 
     private let input: UnsafeBufferPointer<UInt8>
@@ -285,6 +291,18 @@ package struct JSONScanner {
         }
         decode(token)
         return String(decoding: scratch, as: UTF8.self)
+    }
+
+    /// Calls `body` with the UTF-8 of a string read earlier, unescaped: the
+    /// bytes of ``text(of:)``, without making a `String`. A string without
+    /// escapes is handed out in place; an escaped one is decoded first, so
+    /// the buffer lives only until the next call that reads a string.
+    package mutating func withUTF8<Result>(of token: StringToken, _ body: (UnsafeBufferPointer<UInt8>) -> Result) -> Result {
+        if token.isVerbatim {
+            return body(UnsafeBufferPointer(rebasing: input[token.start ..< token.end]))
+        }
+        decode(token)
+        return scratch.withUnsafeBufferPointer(body)
     }
 
     /// The position in `names` of the first literal that a string read

@@ -155,6 +155,20 @@ public struct JSONWriter: Sendable {
         endValue()
     }
 
+    /// Writes a string given as its UTF-8, escaped as ``string(_:)``
+    /// escapes: for text read from JSON input (``JSONScanner``) without
+    /// making a `String` of it.
+    ///
+    /// - Precondition: `utf8` is well-formed UTF-8, as the text of every
+    ///   `String` is.
+    public mutating func string(utf8: UnsafeBufferPointer<UInt8>) {
+        beginValue()
+        bytes.append(UInt8(ascii: "\""))
+        appendEscaped(utf8)
+        bytes.append(UInt8(ascii: "\""))
+        endValue()
+    }
+
     /// Writes number text as it is when it is an RFC 8259 number (`4.99`,
     /// `0.00`, `1200`), else `null`, exactly as ``JSONValue/number(_:)``
     /// serializes.

@@ -49,9 +49,16 @@ struct FuzzCase {
 
     /// The input as an upstream `200` body: the one-pass reader may give up
     /// (the tree-based reading then decides), but a page it returns must be
-    /// exactly the tree's, and it never accepts what the tree refuses.
+    /// exactly the tree's, and it never accepts what the tree refuses. The
+    /// transcoding reader answers exactly when the one-pass reader does,
+    /// with the bytes of that page's products encoded.
     private func checkUpstreamBodyReading() {
-        guard let fast = UpstreamBodyReader.page(from: input) else { return }
+        let transcoded = UpstreamBodyReader.encodedProducts(from: input)
+        guard let fast = UpstreamBodyReader.page(from: input) else {
+            require(transcoded == nil, "the transcoding reader accepted an upstream body the one-pass reader gives up on: \(Self.shown(input))")
+            return
+        }
+        require(transcoded == fast.encodedProducts, "the transcoding reader wrote other products than encoding the page: \(Self.shown(input))")
         let tree: UpstreamProductsPage
         do {
             tree = try UpstreamProductsPage.parseViaTree(input)

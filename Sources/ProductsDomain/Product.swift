@@ -55,13 +55,32 @@ public struct Product: Sendable, Equatable {
     /// gateway keeps these bytes (in the cache, in a fetched page) and
     /// splices them into every answer that needs the product.
     public var encoded: EncodedJSON {
+        Self.encode(
+            identifier: productIdentifier, title: localizedTitle, description: localizedDescription, iconURL: iconURL,
+            price: price, subscriptionPeriod: subscriptionPeriod, subscriptionGroupIdentifier: subscriptionGroupIdentifier,
+            introductoryPrice: introductoryPrice, discountedPrice: discountedPrice,
+            utf8Count: { $0.utf8.count }, write: { text, writer in writer.string(text) }
+        )
+    }
+
+    /// ``encoded`` from the parts of a product, whatever holds its texts:
+    /// the strings of a normalized ``Product``, or the bytes of an upstream
+    /// body that ``UpstreamBodyReader`` transcodes without making strings.
+    /// `utf8Count` is (at least) the UTF-8 length of a text; `write` writes
+    /// one as a JSON string.
+    static func encode<Text>(
+        identifier: Text, title: Text, description: Text, iconURL: Text?,
+        price: Money, subscriptionPeriod: SubscriptionPeriod?, subscriptionGroupIdentifier: Text?,
+        introductoryPrice: UpstreamOffer?, discountedPrice: UpstreamOffer?,
+        utf8Count: (Text) -> Int, write: (Text, inout JSONWriter) -> Void
+    ) -> EncodedJSON {
         // Sized for the text below, so the bytes kept in the cache carry
         // little unused capacity: member names and punctuation with `null`
         // or quotes take about 210 bytes, a price 31 plus its digits, a
         // period 37, an offer 88 plus its price's digits. Only strings that
         // need escapes make the buffer grow.
-        var capacity = 210 + productIdentifier.utf8.count + localizedTitle.utf8.count + localizedDescription.utf8.count
-            + (iconURL?.utf8.count ?? 0) + (subscriptionGroupIdentifier?.utf8.count ?? 0)
+        var capacity = 210 + utf8Count(identifier) + utf8Count(title) + utf8Count(description)
+            + (iconURL.map(utf8Count) ?? 0) + (subscriptionGroupIdentifier.map(utf8Count) ?? 0)
             + 31 + price.amount.text.utf8.count
         if subscriptionPeriod != nil { capacity += 37 }
         if let introductoryPrice { capacity += 88 + introductoryPrice.price.amount.text.utf8.count }
@@ -69,19 +88,19 @@ public struct Product: Sendable, Equatable {
         var writer = JSONWriter(reservingCapacity: capacity)
         writer.beginObject()
         writer.key(literal: "productIdentifier")
-        writer.string(productIdentifier)
+        write(identifier, &writer)
         writer.key(literal: "localizedTitle")
-        writer.string(localizedTitle)
+        write(title, &writer)
         writer.key(literal: "localizedDescription")
-        writer.string(localizedDescription)
+        write(description, &writer)
         writer.key(literal: "iconUrl")
-        if let iconURL { writer.string(iconURL) } else { writer.null() }
+        if let iconURL { write(iconURL, &writer) } else { writer.null() }
         writer.key(literal: "price")
         price.write(to: &writer)
         writer.key(literal: "subscriptionPeriod")
         if let subscriptionPeriod { subscriptionPeriod.write(to: &writer) } else { writer.null() }
         writer.key(literal: "subscriptionGroupIdentifier")
-        if let subscriptionGroupIdentifier { writer.string(subscriptionGroupIdentifier) } else { writer.null() }
+        if let subscriptionGroupIdentifier { write(subscriptionGroupIdentifier, &writer) } else { writer.null() }
         writer.key(literal: "introductoryPrice")
         if let introductoryPrice { introductoryPrice.write(to: &writer) } else { writer.null() }
         writer.key(literal: "discountedPrice")

@@ -24,25 +24,39 @@ package struct UpstreamBodyReader {
     package static func page(from body: [UInt8]) -> UpstreamProductsPage? {
         body.withUnsafeBufferPointer { bytes in
             var reader = UpstreamBodyReader(scanner: JSONScanner(bytes))
-            return try? reader.page()
+            guard let (items, notFound) = try? reader.page({ (reader: inout Self) throws(Refusal) in try reader.products() }) else { return nil }
+            return UpstreamProductsPage(items: items, notFound: notFound)
         }
     }
 
-    /// `{"items": [...], "not_found": [...]}` and nothing after it.
-    private mutating func page() throws(Refusal) -> UpstreamProductsPage {
+    /// What ``page(from:)`` reads, already normalized and encoded: the
+    /// ``UpstreamProductsPage/encodedProducts`` of that page, transcoded
+    /// from the body's bytes to the answer's without making a `String` of
+    /// any text but the identifiers. `nil` exactly when ``page(from:)``
+    /// gives up. This is how the gateway reads every upstream `200`.
+    package static func encodedProducts(from body: [UInt8]) -> [String: EncodedJSON]? {
+        body.withUnsafeBufferPointer { bytes in
+            var reader = UpstreamBodyReader(scanner: JSONScanner(bytes))
+            return try? reader.page({ (reader: inout Self) throws(Refusal) in try reader.encodedItems() }).items
+        }
+    }
+
+    /// `{"items": [...], "not_found": [...]}` and nothing after it, the
+    /// items read by `readItems`.
+    private mutating func page<Items>(_ readItems: (inout Self) throws(Refusal) -> Items) throws(Refusal) -> (items: Items, notFound: [String]) {
         try scanner.beginObject()
-        var items: [UpstreamProduct]?
+        var items: Items?
         var notFound: [String] = []
         while let name = try scanner.nextMember() {
             switch member(name, PageMember.self) {
-            case .items: items = try products()
+            case .items: items = try readItems(&self)
             case .notFound: notFound = try unknownIDs()
             case nil: try scanner.skipValue()
             }
         }
         try scanner.end()
         guard let items else { throw Refusal() }
-        return UpstreamProductsPage(items: items, notFound: notFound)
+        return (items, notFound)
     }
 
     private mutating func products() throws(Refusal) -> [UpstreamProduct] {
@@ -52,9 +66,25 @@ package struct UpstreamBodyReader {
             // Room for a usual page at once: growing 1, 2, 4, 8 cost three
             // more allocations and copies of every product read so far.
             if items.isEmpty { items.reserveCapacity(8) }
-            items.append(try product())
+            items.append(product(try item()))
         }
         return items
+    }
+
+    /// `items` as ``UpstreamProductsPage/encodedProducts`` holds them: by
+    /// identifier, the first item with an identifier winning.
+    private mutating func encodedItems() throws(Refusal) -> [String: EncodedJSON] {
+        try scanner.beginArray()
+        var encoded: [String: EncodedJSON] = [:]
+        while try scanner.nextElement() {
+            if encoded.isEmpty { encoded.reserveCapacity(8) }
+            let item = try item()
+            let id = scanner.text(of: item.id)
+            if encoded[id] == nil {
+                encoded[id] = encode(item)
+            }
+        }
+        return encoded
     }
 
     /// `not_found`: an array of strings, or `null` for none.
@@ -68,46 +98,92 @@ package struct UpstreamBodyReader {
         return ids
     }
 
-    private mutating func product() throws(Refusal) -> UpstreamProduct {
+    /// One object of `items`, its texts left in the body.
+    private struct Item {
+        var id: JSONScanner.StringToken
+        var title: JSONScanner.StringToken
+        var description: JSONScanner.StringToken
+        var iconURL: JSONScanner.StringToken?
+        var price: Money
+        var subscription: Terms?
+    }
+
+    /// A `subscription` object, its group identifier left in the body.
+    private struct Terms {
+        var period: SubscriptionPeriod
+        var groupID: JSONScanner.StringToken?
+        var introductoryOffer: UpstreamOffer?
+        var discountOffer: UpstreamOffer?
+    }
+
+    private mutating func item() throws(Refusal) -> Item {
         try scanner.beginObject()
-        var id: String?
-        var title: String?
-        var description: String?
-        var iconURL: String?
+        var id: JSONScanner.StringToken?
+        var title: JSONScanner.StringToken?
+        var description: JSONScanner.StringToken?
+        var iconURL: JSONScanner.StringToken?
         var price: Money?
-        var subscription: UpstreamSubscription?
+        var subscription: Terms?
         while let name = try scanner.nextMember() {
             switch member(name, ProductMember.self) {
-            case .id: id = try string()
-            case .title: title = try string()
-            case .description: description = try string()
-            case .iconURL: iconURL = try skipNull() ? nil : try string()
+            case .id: id = try scanner.string()
+            case .title: title = try scanner.string()
+            case .description: description = try scanner.string()
+            case .iconURL: iconURL = try skipNull() ? nil : try scanner.string()
             case .price: price = try priced(withPeriod: false).price
             case .subscription: subscription = try skipNull() ? nil : try terms()
             case nil: try scanner.skipValue()
             }
         }
         guard let id, let title, let description, let price else { throw Refusal() }
-        return UpstreamProduct(id: id, title: title, description: description, iconURL: iconURL, price: price, subscription: subscription)
+        return Item(id: id, title: title, description: description, iconURL: iconURL, price: price, subscription: subscription)
     }
 
-    private mutating func terms() throws(Refusal) -> UpstreamSubscription {
+    /// An item with its texts made strings.
+    private mutating func product(_ item: Item) -> UpstreamProduct {
+        let subscription = item.subscription.map { terms in
+            UpstreamSubscription(
+                period: terms.period, groupID: terms.groupID.map { scanner.text(of: $0) },
+                introductoryOffer: terms.introductoryOffer, discountOffer: terms.discountOffer
+            )
+        }
+        return UpstreamProduct(
+            id: scanner.text(of: item.id), title: scanner.text(of: item.title), description: scanner.text(of: item.description),
+            iconURL: item.iconURL.map { scanner.text(of: $0) }, price: item.price, subscription: subscription
+        )
+    }
+
+    /// An item as ``Product/encoded`` writes the product it normalizes to,
+    /// its texts copied from the body (unescaped, then escaped the
+    /// writer's way).
+    private mutating func encode(_ item: Item) -> EncodedJSON {
+        Product.encode(
+            identifier: item.id, title: item.title, description: item.description, iconURL: item.iconURL,
+            price: item.price, subscriptionPeriod: item.subscription?.period,
+            subscriptionGroupIdentifier: item.subscription?.groupID,
+            introductoryPrice: item.subscription?.introductoryOffer, discountedPrice: item.subscription?.discountOffer,
+            utf8Count: { $0.utf8CountBound },
+            write: { token, writer in scanner.withUTF8(of: token) { writer.string(utf8: $0) } }
+        )
+    }
+
+    private mutating func terms() throws(Refusal) -> Terms {
         try scanner.beginObject()
         var period: SubscriptionPeriod?
-        var groupID: String?
+        var groupID: JSONScanner.StringToken?
         var introductoryOffer: UpstreamOffer?
         var discountOffer: UpstreamOffer?
         while let name = try scanner.nextMember() {
             switch member(name, SubscriptionMember.self) {
             case .period: period = try formatted { SubscriptionPeriod(iso8601: $0) }
-            case .groupID: groupID = try skipNull() ? nil : try string()
+            case .groupID: groupID = try skipNull() ? nil : try scanner.string()
             case .introductoryOffer: introductoryOffer = try offer()
             case .discountOffer: discountOffer = try offer()
             case nil: try scanner.skipValue()
             }
         }
         guard let period else { throw Refusal() }
-        return UpstreamSubscription(period: period, groupID: groupID, introductoryOffer: introductoryOffer, discountOffer: discountOffer)
+        return Terms(period: period, groupID: groupID, introductoryOffer: introductoryOffer, discountOffer: discountOffer)
     }
 
     /// An offer object, or `null` for none.

@@ -26,6 +26,29 @@ public struct UpstreamProductsPage: Sendable, Equatable {
         return products
     }
 
+    /// ``productsByID`` encoded once (``Product/encoded``): the bytes the
+    /// gateway keeps and splices into answers. The same first item wins.
+    public var encodedProducts: [String: EncodedJSON] {
+        var encoded: [String: EncodedJSON] = [:]
+        encoded.reserveCapacity(items.count)
+        for item in items where encoded[item.id] == nil {
+            encoded[item.id] = Product(item).encoded
+        }
+        return encoded
+    }
+
+    /// ``encodedProducts`` of the page in a `200` body, as ``parse(_:)``
+    /// reads it: transcoded in one pass from the body's bytes
+    /// (``UpstreamBodyReader/encodedProducts(from:)``), or, when that
+    /// reading gives up, through ``parse(_:)``, which names the problem.
+    /// - Throws: `UpstreamBodyError`, as ``parse(_:)``.
+    public static func encodedProducts(of body: [UInt8]) throws(UpstreamBodyError) -> [String: EncodedJSON] {
+        if let encoded = UpstreamBodyReader.encodedProducts(from: body) {
+            return encoded
+        }
+        return try parseViaTree(body).encodedProducts
+    }
+
     /// Parses a `200` body of `GET /v1/apps/{appId}/products` (contract section 2).
     ///
     /// `items` is required, so that a `200` carrying some other JSON document is

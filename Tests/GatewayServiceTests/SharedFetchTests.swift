@@ -8,7 +8,7 @@ import Testing
 @Suite("SharedFetch")
 struct SharedFetchTests {
     static let scope = FetchScope(appID: "demo", country: CountryCode("DE")!, language: nil)
-    static let page = SourcePage(page: UpstreamProductsPage(items: [], notFound: ["a"]), maxAgeSeconds: nil)
+    static let page = SourcePage(encodedProducts: [:], maxAgeSeconds: 17)
     static let deadlineFailure = ProductsFetchFailure.cancelled(detail: "deadline")
 
     @Test func everyWaiterGetsTheOutcome() async {
@@ -34,7 +34,7 @@ struct SharedFetchTests {
             Issue.record("the long waiter must get the fetch's result")
             return
         }
-        #expect(page.page.notFound == ["a"])
+        #expect(page.maxAgeSeconds == 17)
     }
 
     /// A call that waits for its chunks one after another reaches the later

@@ -32,6 +32,16 @@ struct UpstreamBodyDifferentialTests {
             }
         }
 
+        /// Encoded products as one array of their bytes, sorted by identifier.
+        static func encoded(_ reading: () throws(UpstreamBodyError) -> [String: EncodedJSON]) -> Outcome {
+            do {
+                let products = try reading()
+                return .page(products.keys.sorted().flatMap { Array($0.utf8) + [0] + products[$0]!.bytes + [0] })
+            } catch {
+                return .refused(error.message)
+            }
+        }
+
         static func bytes(of page: UpstreamProductsPage) -> [UInt8] {
             page.upstreamBody(country: CountryCode("DE")!).serialized()
         }
@@ -56,13 +66,24 @@ struct UpstreamBodyDifferentialTests {
         let tree = Outcome { () throws(UpstreamBodyError) in try UpstreamProductsPage.parseViaTree(body) }
         let public_ = Outcome { () throws(UpstreamBodyError) in try UpstreamProductsPage.parse(body) }
         #expect(public_ == tree, "\(label())", sourceLocation: sourceLocation)
-        if let page = UpstreamBodyReader.page(from: body) {
+        let fastPage = UpstreamBodyReader.page(from: body)
+        if let page = fastPage {
             let treePage = try? UpstreamProductsPage.parseViaTree(body)
             #expect(treePage == page, "\(label())", sourceLocation: sourceLocation)
             #expect(tree == .page(Outcome.bytes(of: page)), "\(label())", sourceLocation: sourceLocation)
         } else if tree.isPage, !mayGiveUp {
             Issue.record("the one-pass reading gave up on an accepted body: \(label())", sourceLocation: sourceLocation)
         }
+        // The transcoding reads what the one-pass reading reads, and writes
+        // byte for byte what encoding the tree's products writes.
+        let transcoded = UpstreamBodyReader.encodedProducts(from: body)
+        #expect((transcoded == nil) == (fastPage == nil), "\(label())", sourceLocation: sourceLocation)
+        if let transcoded {
+            #expect(transcoded == (try? UpstreamProductsPage.parseViaTree(body))?.encodedProducts, "\(label())", sourceLocation: sourceLocation)
+        }
+        let encoded = Outcome.encoded { () throws(UpstreamBodyError) in try UpstreamProductsPage.encodedProducts(of: body) }
+        let treeEncoded = Outcome.encoded { () throws(UpstreamBodyError) in try UpstreamProductsPage.parseViaTree(body).encodedProducts }
+        #expect(encoded == treeEncoded, "\(label())", sourceLocation: sourceLocation)
         return tree
     }
 
