@@ -13,8 +13,11 @@ public final class GatewayMetrics: Sendable {
     /// The registry `/metrics` renders.
     public let registry: PrometheusCollectorRegistry
     private let factory: PrometheusMetricsFactory
-    private let rpcRequests: [String: [String: CoreMetrics.Counter]]
-    private let rpcDurations: [String: Metrics.Timer]
+    /// By position in ``methods``, then in ``outcomes``: found by a short
+    /// scan of small strings on every call, where dictionaries would hash.
+    private let rpcRequests: [[CoreMetrics.Counter]]
+    /// By position in ``methods``.
+    private let rpcDurations: [Metrics.Timer]
     private let upstreamDuration: Metrics.Timer
     private let upstreamInflight: Meter
     private let coalesced: CoreMetrics.Counter
@@ -36,9 +39,10 @@ public final class GatewayMetrics: Sendable {
 
     /// Method label values; other method names, and requests whose method
     /// could not be read, are counted as `other` so a caller cannot grow the
-    /// label set.
+    /// label set (the last value).
     static let methods = ["products.fetch", "other"]
-    /// Outcome label values: `ok` or the error `reason`.
+    /// Outcome label values: `ok` or the error `reason`; any other counts as
+    /// `gatewayError` (the last value).
     static let outcomes = [
         "ok", "connectionError", "serviceUnavailable", "appNotRegistered", "invalidProductIdentifier",
         "cancelled", "internalError", "invalidParams", "regionUnresolved", "methodNotFound", "invalidRequest",
@@ -56,18 +60,14 @@ public final class GatewayMetrics: Sendable {
         factory.defaultDurationHistogramBuckets = latencyBuckets
         self.registry = registry
         self.factory = factory
-        var requests: [String: [String: CoreMetrics.Counter]] = [:]
-        var durations: [String: Metrics.Timer] = [:]
-        for method in Self.methods {
-            durations[method] = Metrics.Timer(label: "gateway_rpc_duration_seconds", dimensions: [("method", method)], factory: factory)
-            for outcome in Self.outcomes {
-                requests[method, default: [:]][outcome] = CoreMetrics.Counter(
-                    label: "gateway_rpc_requests_total", dimensions: [("method", method), ("outcome", outcome)], factory: factory
-                )
+        rpcRequests = Self.methods.map { method in
+            Self.outcomes.map { outcome in
+                CoreMetrics.Counter(label: "gateway_rpc_requests_total", dimensions: [("method", method), ("outcome", outcome)], factory: factory)
             }
         }
-        rpcRequests = requests
-        rpcDurations = durations
+        rpcDurations = Self.methods.map { method in
+            Metrics.Timer(label: "gateway_rpc_duration_seconds", dimensions: [("method", method)], factory: factory)
+        }
         upstreamDuration = Metrics.Timer(label: "gateway_upstream_duration_seconds", factory: factory)
         upstreamInflight = Meter(label: "gateway_upstream_inflight", factory: factory)
         coalesced = CoreMetrics.Counter(label: "gateway_coalesced_identifiers_total", factory: factory)
@@ -91,10 +91,10 @@ public final class GatewayMetrics: Sendable {
 
     /// Records one finished JSON-RPC call.
     func recordCall(method: String, outcome: String, duration: Duration) {
-        let method = Self.methods.contains(method) ? method : "other"
-        let outcome = Self.outcomes.contains(outcome) ? outcome : "gatewayError"
-        rpcRequests[method]?[outcome]?.increment()
-        rpcDurations[method]?.recordNanoseconds(duration.nanoseconds)
+        let method = Self.methods.firstIndex(of: method) ?? Self.methods.count - 1
+        let outcome = Self.outcomes.firstIndex(of: outcome) ?? Self.outcomes.count - 1
+        rpcRequests[method][outcome].increment()
+        rpcDurations[method].recordNanoseconds(duration.nanoseconds)
     }
 
     func recordUpstream(status: String, duration: Duration) {

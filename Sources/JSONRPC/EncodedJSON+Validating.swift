@@ -115,13 +115,7 @@ private struct WriterFormScanner {
             // Runs of plain printable ASCII, most of a product's text, eight
             // bytes at a time, then byte by byte; the switch below handles
             // everything else.
-            if let base = input.baseAddress {
-                while input.count - position >= 8 {
-                    let word = UnsafeRawPointer(base + position).loadUnaligned(as: UInt64.self)
-                    guard !Self.holdsSpecialByte(word) else { break }
-                    position += 8
-                }
-            }
+            position = PlainText.skipWords(in: input, from: position)
             while position < input.count {
                 let byte = input[position]
                 guard byte >= 0x20, byte < 0x80, byte != UInt8(ascii: "\""), byte != UInt8(ascii: "\\") else { break }
@@ -163,22 +157,6 @@ private struct WriterFormScanner {
                 guard scanUTF8Sequence() else { return false }
             }
         }
-    }
-
-    /// Whether any of the eight bytes of `word` is not plain printable
-    /// ASCII inside a string: below 0x20, 0x80 or above, `"` or `\`. The
-    /// usual bit tricks for "a byte is zero" and "a byte is less than n";
-    /// a borrow can only flag bytes after a flagged one, which the byte loop
-    /// then reads exactly.
-    private static func holdsSpecialByte(_ word: UInt64) -> Bool {
-        let ones: UInt64 = 0x0101_0101_0101_0101
-        let highs: UInt64 = 0x8080_8080_8080_8080
-        let quote = word ^ (ones &* 0x22)
-        let backslash = word ^ (ones &* 0x5C)
-        let control = (word &- ones &* 0x20) & ~word
-        let quotes = (quote &- ones) & ~quote
-        let backslashes = (backslash &- ones) & ~backslash
-        return (control | quotes | backslashes | word) & highs != 0
     }
 
     /// One well-formed multi-byte UTF-8 sequence (no overlong forms, no

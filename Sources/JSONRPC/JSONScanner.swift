@@ -341,9 +341,10 @@ package struct JSONScanner {
         let start = position
         var isVerbatim = true
         while position < input.count {
-            // Most bytes are printable ASCII other than `"` and `\`: a
-            // tight loop on a local index steps over them.
-            var index = position
+            // Most bytes are printable ASCII other than `"` and `\`: whole
+            // words of them are stepped over, then a tight loop on a local
+            // index steps over the rest.
+            var index = PlainText.skipWords(in: input, from: position)
             while index < input.count {
                 let byte = input[index]
                 guard byte >= 0x20, byte < 0x80, byte != .quote, byte != .backslash else { break }

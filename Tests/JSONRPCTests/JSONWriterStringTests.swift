@@ -3,7 +3,8 @@ import Testing
 
 /// Strings of every length, small (inline) and native, with and without
 /// escapes at every position: the writer's bytes equal a plain reference
-/// escaping, byte for byte. Literal member names write as escaped ones do.
+/// escaping, byte for byte, from a `String` and from its UTF-8. Literal
+/// member names write as escaped ones do.
 @Suite("JSON writer strings")
 struct JSONWriterStringTests {
     /// The escaping rules of `JSONValue.serialized()`, one scalar at a time.
@@ -27,10 +28,17 @@ struct JSONWriterStringTests {
         return out + "\""
     }
 
+    /// The string written by `string(_:)`, when `string(utf8:)` writes the
+    /// same bytes (else a marker no reference equals).
     static func written(_ text: String) -> String {
         var writer = JSONWriter()
         writer.string(text)
-        return String(decoding: writer.finish().bytes, as: UTF8.self)
+        let bytes = writer.finish().bytes
+        var fromUTF8 = JSONWriter()
+        var copy = text
+        copy.withUTF8 { fromUTF8.string(utf8: $0) }
+        guard fromUTF8.finish().bytes == bytes else { return "string(utf8:) wrote other bytes" }
+        return String(decoding: bytes, as: UTF8.self)
     }
 
     static let specials: [String] = ["\"", "\\", "\n", "\u{01}", "\u{1F}", "é", "€", "😀", "\u{2028}", "/"]

@@ -78,12 +78,12 @@ public let upstreamBody: [UInt8] = {
 }()
 
 /// What the gateway does with an upstream `200` body before anything is
-/// cached or answered: the body read into a page, each product normalised
-/// and encoded once.
+/// cached or answered: each product of the body normalised and encoded
+/// once, transcoded from the body's bytes.
 @inline(never)
 public func sourcePage(fromUpstreamBody body: [UInt8]) -> SourcePage? {
-    guard let page = try? UpstreamProductsPage.parse(body) else { return nil }
-    return SourcePage(page: page, maxAgeSeconds: nil)
+    guard let products = try? UpstreamProductsPage.encodedProducts(of: body) else { return nil }
+    return SourcePage(encodedProducts: products, maxAgeSeconds: nil)
 }
 
 /// The TLS upstream's body read on every fetch, as the gateway reads an
@@ -94,7 +94,7 @@ public struct UpstreamBodySource: ProductSource {
 
     public func fetch(_ request: SourceRequest) async -> Result<SourcePage, ProductsFetchFailure> {
         do {
-            return .success(SourcePage(page: try UpstreamProductsPage.parse(upstreamBody), maxAgeSeconds: nil))
+            return .success(SourcePage(encodedProducts: try UpstreamProductsPage.encodedProducts(of: upstreamBody), maxAgeSeconds: nil))
         } catch {
             return .failure(.internalError(upstreamStatus: 200, detail: error.message))
         }
