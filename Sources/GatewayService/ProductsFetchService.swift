@@ -38,6 +38,9 @@ public final class ProductsFetchService: Sendable {
     private let metrics: GatewayMetrics
     /// The shared tier (Redis), when `GATEWAY_REDIS_URL` is set.
     private let sharedTier: SharedTier?
+    /// What a call whose deadline passes while it waits ends with; worded
+    /// once, not per call.
+    private let deadlineFailure: ProductsFetchFailure
 
     public convenience init(settings: Settings, source: any ProductSource, metrics: GatewayMetrics) {
         self.init(settings: settings, source: source, metrics: metrics, sharedTier: nil)
@@ -49,6 +52,9 @@ public final class ProductsFetchService: Sendable {
         self.cache = ResponseCache(maxTTLSeconds: settings.cacheMaxTTLSeconds, maxStaleSeconds: settings.cacheMaxStaleSeconds, maxBytes: settings.cacheMaxBytes, metrics: metrics)
         self.metrics = metrics
         self.sharedTier = sharedTier
+        self.deadlineFailure = .cancelled(
+            detail: "the call's deadline of \(settings.requestTimeout.milliseconds) ms passed (GATEWAY_REQUEST_TIMEOUT_MS)"
+        )
     }
 
     /// Runs one call. Never throws: every failure is a JSON-RPC error.
@@ -72,8 +78,8 @@ public final class ProductsFetchService: Sendable {
     /// The call without a task where it can be: refused params or region,
     /// or every product fresh in memory, answer now; a call that misses
     /// memory goes on from `later`'s callback: the shared tier's reply
-    /// (on this loop) answers it when it holds the rest, else a task on
-    /// this loop fetches what is still missing. Params, region and the
+    /// (on this loop) answers it when it holds the rest, else what is still
+    /// missing is fetched by callbacks on this loop. Params, region and the
     /// memory lookup run once either way.
     /// - Parameter logger: Made only when a failure is logged (a logger
     ///   with the call's metadata costs a dictionary).
@@ -104,14 +110,14 @@ public final class ProductsFetchService: Sendable {
         guard !missing.isEmpty else { return .answer(.success(.encoded(call.result))) }
         return .later { [self] answer in
             guard let sharedTier else {
-                fetchInTask(missing, for: call, logger: logger, answer: answer)
+                fetchRest(missing, for: call, logger: logger, answer: answer)
                 return
             }
             sharedTier.lookup(scope: call.scope, identifiers: missing) { [self] found in
                 var call = call
                 let still = found.map { absorbShared($0, asked: missing, into: &call) } ?? missing
                 guard still.isEmpty else {
-                    fetchInTask(still, for: call, logger: logger, answer: answer)
+                    fetchRest(still, for: call, logger: logger, answer: answer)
                     return
                 }
                 answer(.success(.encoded(call.result)))
@@ -119,9 +125,17 @@ public final class ProductsFetchService: Sendable {
         }
     }
 
-    /// The rest of a deferred call, in a task on the calling thread's loop.
-    private func fetchInTask(_ missing: [String], for call: CallInProgress, logger: @escaping @Sendable () -> Logger, answer: @escaping @Sendable (Result<JSONValue, JSONRPCError>) -> Void) {
-        Task(executorPreference: EventLoop.current) { [self] in
+    /// The rest of a deferred call: on the calling thread's loop by
+    /// callbacks, with no task (``fetchMissing(_:for:completion:)``), or,
+    /// off the loops, in a task.
+    private func fetchRest(_ missing: [String], for call: CallInProgress, logger: @escaping @Sendable () -> Logger, answer: @escaping @Sendable (Result<JSONValue, JSONRPCError>) -> Void) {
+        if let loop = EventLoop.current {
+            fetchMissing(missing, for: call, on: loop) { [self] outcome in
+                answer(rpcOutcome(outcome, requestID: call.requestID, logger: logger()))
+            }
+            return
+        }
+        Task { [self] in
             var call = call
             answer(rpcOutcome(await fetchMissing(missing, for: &call), requestID: call.requestID, logger: logger()))
         }
@@ -181,39 +195,74 @@ public final class ProductsFetchService: Sendable {
     /// fetch until the call's deadline, and gives the call's `result`.
     private func fetchMissing(_ missing: [String], for call: inout CallInProgress) async -> Result<EncodedJSON, ProductsFetchFailure> {
         guard !missing.isEmpty else { return .success(call.result) }
-        let identifiers = call.identifiers
         let claim = coalescer.claim(scope: call.scope, identifiers: missing, chunkSize: settings.upstreamMaxIDs)
         metrics.recordCoalesced(claim.joinedIdentifierCount)
         for fetch in claim.started { start(fetch, requestID: call.requestID, deadline: call.deadline) }
         var failures: [ProductsFetchFailure] = []
-        let deadlineFailure = ProductsFetchFailure.cancelled(
-            detail: "the call's deadline of \(settings.requestTimeout.milliseconds) ms passed (GATEWAY_REQUEST_TIMEOUT_MS)"
-        )
         for fetch in claim.fetches {
-            switch await fetch.outcome(until: call.deadline, onDeadline: deadlineFailure) {
-            case .success(let page):
-                // Only slots still open: a cached answer or an earlier
-                // page keeps its place, as the first answer wins.
-                for index in identifiers.indices where call.answers[index] == nil {
-                    if let product = page.encodedProducts[identifiers[index]] {
-                        call.answers[index] = .product(product)
-                    }
-                }
-            case .failure(let failure):
-                if failure.allowsStaleAnswer {
-                    // `stale-if-error`: entries still within it answer
-                    // for this fetch's identifiers, if all of them can.
-                    let fallback = cache.fillStaleIfError(
-                        scope: call.scope, identifiers: identifiers, failedIdentifiers: fetch.identifiers, now: .now, into: &call.answers
-                    )
-                    metrics.recordStaleIdentifiers(fallback.filled)
-                    if fallback.complete { continue }
-                }
-                failures.append(failure)
-            }
+            let outcome = await fetch.outcome(until: call.deadline, onDeadline: deadlineFailure)
+            if let failure = take(outcome, of: fetch, into: &call) { failures.append(failure) }
         }
         if let failure = ProductsFetchFailure.mostSevere(failures) { return .failure(failure) }
         return .success(call.result)
+    }
+
+    /// ``fetchMissing(_:for:)`` by callback on `loop`, with no task: the
+    /// same claim, the same waits one fetch after another (each until the
+    /// call's deadline), the same merge; `completion` runs once, on `loop`.
+    private func fetchMissing(_ missing: [String], for call: CallInProgress, on loop: EventLoop, completion: @escaping @Sendable (Result<EncodedJSON, ProductsFetchFailure>) -> Void) {
+        guard !missing.isEmpty else { return completion(.success(call.result)) }
+        let claim = coalescer.claim(scope: call.scope, identifiers: missing, chunkSize: settings.upstreamMaxIDs)
+        metrics.recordCoalesced(claim.joinedIdentifierCount)
+        for fetch in claim.started { start(fetch, requestID: call.requestID, deadline: call.deadline) }
+        wait(for: claim.fetches[...], call: call, failures: [], on: loop, completion: completion)
+    }
+
+    /// Waits for the first of `fetches`, takes its outcome into the call,
+    /// then goes on with the rest; the call's result (or its most severe
+    /// failure) when none is left.
+    private func wait(
+        for fetches: ArraySlice<SharedFetch>, call: CallInProgress, failures: [ProductsFetchFailure], on loop: EventLoop,
+        completion: @escaping @Sendable (Result<EncodedJSON, ProductsFetchFailure>) -> Void
+    ) {
+        guard let fetch = fetches.first else {
+            if let failure = ProductsFetchFailure.mostSevere(failures) { return completion(.failure(failure)) }
+            return completion(.success(call.result))
+        }
+        fetch.whenDone(on: loop, until: call.deadline, onDeadline: deadlineFailure) { [self] outcome in
+            var call = call
+            var failures = failures
+            if let failure = take(outcome, of: fetch, into: &call) { failures.append(failure) }
+            wait(for: fetches.dropFirst(), call: call, failures: failures, on: loop, completion: completion)
+        }
+    }
+
+    /// One fetch's outcome taken into the call: its products fill the slots
+    /// still open (a cached answer or an earlier page keeps its place, as
+    /// the first answer wins); a failure that `stale-if-error` entries
+    /// cannot cover is returned.
+    private func take(_ outcome: SharedFetch.Outcome, of fetch: SharedFetch, into call: inout CallInProgress) -> ProductsFetchFailure? {
+        let identifiers = call.identifiers
+        switch outcome {
+        case .success(let page):
+            for index in identifiers.indices where call.answers[index] == nil {
+                if let product = page.encodedProducts[identifiers[index]] {
+                    call.answers[index] = .product(product)
+                }
+            }
+            return nil
+        case .failure(let failure):
+            if failure.allowsStaleAnswer {
+                // `stale-if-error`: entries still within it answer for this
+                // fetch's identifiers, if all of them can.
+                let fallback = cache.fillStaleIfError(
+                    scope: call.scope, identifiers: identifiers, failedIdentifiers: fetch.identifiers, now: .now, into: &call.answers
+                )
+                metrics.recordStaleIdentifiers(fallback.filled)
+                if fallback.complete { return nil }
+            }
+            return failure
+        }
     }
 
     /// The shared tier's answer to one `MGET` of `asked` (the call's memory

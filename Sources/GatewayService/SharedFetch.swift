@@ -7,11 +7,51 @@ import Synchronization
 final class SharedFetch: Sendable {
     typealias Outcome = Result<SourcePage, ProductsFetchFailure>
 
-    private struct Waiter {
-        let continuation: CheckedContinuation<Outcome, Never>
-        /// The deadline's task, off the loops only; on a loop the deadline
+    private enum Waiter {
+        /// A task suspended in ``outcome(until:onDeadline:)``. `timer` is
+        /// the deadline's task, off the loops only; on a loop the deadline
         /// is a loop timer that the waiter itself cancels.
-        let timer: Task<Void, Never>?
+        case task(CheckedContinuation<Outcome, Never>, timer: Task<Void, Never>?)
+        /// A callback of ``whenDone(on:until:onDeadline:_:)``.
+        case callback(LoopWaiter)
+
+        func resume(with outcome: Outcome) {
+            switch self {
+            case .task(let continuation, let timer):
+                timer?.cancel()
+                continuation.resume(returning: outcome)
+            case .callback(let waiter):
+                waiter.deliver(outcome)
+            }
+        }
+    }
+
+    /// A waiter by callback, confined to its loop with its deadline's
+    /// timer: the outcome is delivered there, whichever thread finishes
+    /// the fetch.
+    private final class LoopWaiter: @unchecked Sendable {
+        let loop: EventLoop
+        private let callback: @Sendable (Outcome) -> Void
+        /// Set and cancelled on `loop` only.
+        var timer: LoopTimer?
+
+        init(loop: EventLoop, callback: @escaping @Sendable (Outcome) -> Void) {
+            self.loop = loop
+            self.callback = callback
+        }
+
+        /// Called at most once: the state machine hands a waiter out once.
+        func deliver(_ outcome: Outcome) {
+            guard loop.inEventLoop else {
+                // A loop that stopped runs nothing more: the connection
+                // this waiter would answer is gone with it.
+                loop.execute { self.deliver(outcome) }
+                return
+            }
+            timer?.cancel()
+            timer = nil
+            callback(outcome)
+        }
     }
 
     let scope: FetchScope
@@ -35,10 +75,10 @@ final class SharedFetch: Sendable {
                 try? await Task.sleep(until: deadline, clock: .continuous)
                 guard !Task.isCancelled else { return }
                 if let waiter = state.withLock({ $0.removeWaiter(id) }) {
-                    waiter.continuation.resume(returning: .failure(failure))
+                    waiter.resume(with: .failure(failure))
                 }
             }
-            let action = state.withLock { $0.addWaiter(id, Waiter(continuation: continuation, timer: timer)) }
+            let action = state.withLock { $0.addWaiter(id, .task(continuation, timer: timer)) }
             switch action {
             case .resume(let outcome):
                 timer.cancel()
@@ -47,8 +87,7 @@ final class SharedFetch: Sendable {
                 // The timer may have fired before the waiter was registered
                 // (a deadline already past); then nobody else would resume it.
                 if ContinuousClock.now >= deadline, let waiter = state.withLock({ $0.removeWaiter(id) }) {
-                    waiter.timer?.cancel()
-                    waiter.continuation.resume(returning: .failure(failure))
+                    waiter.resume(with: .failure(failure))
                 }
             }
         }
@@ -61,14 +100,14 @@ final class SharedFetch: Sendable {
     private func outcome(on loop: EventLoop, waiter id: Int, until deadline: ContinuousClock.Instant, onDeadline failure: ProductsFetchFailure) async -> Outcome {
         var timer: LoopTimer?
         let outcome = await withCheckedContinuation { continuation in
-            switch state.withLock({ $0.addWaiter(id, Waiter(continuation: continuation, timer: nil)) }) {
+            switch state.withLock({ $0.addWaiter(id, .task(continuation, timer: nil)) }) {
             case .resume(let outcome):
                 continuation.resume(returning: outcome)
             case .suspend:
                 // A deadline already past fires on the loop's next turn.
                 timer = loop.scheduleTimer(at: deadline) { [self] in
                     if let waiter = state.withLock({ $0.removeWaiter(id) }) {
-                        waiter.continuation.resume(returning: .failure(failure))
+                        waiter.resume(with: .failure(failure))
                     }
                 }
             }
@@ -77,12 +116,36 @@ final class SharedFetch: Sendable {
         return outcome
     }
 
+    /// ``outcome(until:onDeadline:)`` by callback, for a caller on `loop`
+    /// with no task: `callback` runs once, on `loop`, with the outcome or,
+    /// at `deadline`, with `failure`; at once (before this returns) when
+    /// the fetch has already ended.
+    ///
+    /// - Precondition: called on `loop`.
+    func whenDone(on loop: EventLoop, until deadline: ContinuousClock.Instant, onDeadline failure: ProductsFetchFailure, _ callback: @escaping @Sendable (Outcome) -> Void) {
+        loop.preconditionInEventLoop()
+        let id = nextWaiterID.add(1, ordering: .relaxed).oldValue
+        let waiter = LoopWaiter(loop: loop, callback: callback)
+        switch state.withLock({ $0.addWaiter(id, .callback(waiter)) }) {
+        case .resume(let outcome):
+            callback(outcome)
+        case .suspend:
+            // Set before any delivery can run: one from another thread
+            // hops to this loop, which is busy with this call until it
+            // returns. A deadline already past fires on the loop's next turn.
+            waiter.timer = loop.scheduleTimer(at: deadline) { [self] in
+                if let waiter = state.withLock({ $0.removeWaiter(id) }) {
+                    waiter.resume(with: .failure(failure))
+                }
+            }
+        }
+    }
+
     /// Hands the outcome to everyone still waiting.
     func finish(_ outcome: Outcome) {
         let waiters = state.withLock { $0.finish(outcome) }
         for waiter in waiters {
-            waiter.timer?.cancel()
-            waiter.continuation.resume(returning: outcome)
+            waiter.resume(with: outcome)
         }
     }
 
@@ -91,8 +154,7 @@ final class SharedFetch: Sendable {
     func releaseWaiters(with failure: ProductsFetchFailure) {
         let waiters = state.withLock { $0.release(with: .failure(failure)) }
         for waiter in waiters {
-            waiter.timer?.cancel()
-            waiter.continuation.resume(returning: .failure(failure))
+            waiter.resume(with: .failure(failure))
         }
     }
 }

@@ -1,0 +1,108 @@
+import EventTransport
+@testable import GatewayService
+import ProductsDomain
+import Synchronization
+import Testing
+
+/// The shared fetch's waiters by callback (`whenDone`), on real loops:
+/// delivery on the waiter's own loop whoever finishes the fetch, each
+/// waiter's own deadline as a loop timer, and an outcome already there
+/// delivered at once.
+@Suite("SharedFetch by callback")
+final class SharedFetchCallbackTests {
+    let group: EventLoopGroup
+    static let scope = FetchScope(appID: "demo", country: CountryCode("DE")!, language: nil)
+    static let page = SourcePage(encodedProducts: [:], maxAgeSeconds: 17)
+    static let deadlineFailure = ProductsFetchFailure.cancelled(detail: "deadline")
+
+    init() throws {
+        group = try EventLoopGroup(count: 2, namePrefix: "shared-fetch")
+    }
+
+    deinit {
+        group.shutdown()
+    }
+
+    /// What one waiter got, and whether it got it on its own loop.
+    struct Delivery: Sendable {
+        let maxAge: Int?
+        let failure: ProductsFetchFailure?
+        let onItsLoop: Bool
+    }
+
+    /// Registers a waiter on `loop` and returns its delivery, once made.
+    static func wait(_ fetch: SharedFetch, on loop: EventLoop, until deadline: ContinuousClock.Instant, registered: (@Sendable () -> Void)? = nil) async -> Delivery {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Delivery, Never>) in
+            loop.execute {
+                fetch.whenDone(on: loop, until: deadline, onDeadline: Self.deadlineFailure) { outcome in
+                    switch outcome {
+                    case .success(let page):
+                        continuation.resume(returning: Delivery(maxAge: page.maxAgeSeconds, failure: nil, onItsLoop: loop.inEventLoop))
+                    case .failure(let failure):
+                        continuation.resume(returning: Delivery(maxAge: nil, failure: failure, onItsLoop: loop.inEventLoop))
+                    }
+                }
+                registered?()
+            }
+        }
+    }
+
+    @Test func aFetchFinishedOnAnotherLoopIsDeliveredOnEachWaitersLoop() async throws {
+        let fetch = SharedFetch(scope: Self.scope, identifiers: ["a"])
+        let (first, second) = (group.loops[0], group.loops[1])
+        let registered = Counter()
+        let far = ContinuousClock.now + .seconds(60)
+        async let onFirst = Self.wait(fetch, on: first, until: far) { registered.increment() }
+        async let onSecond = Self.wait(fetch, on: second, until: far) { registered.increment() }
+        while registered.value < 2 { try await Task.sleep(for: .milliseconds(5)) }
+        // Finished from the first loop, as the upstream's callback does.
+        first.execute { fetch.finish(.success(Self.page)) }
+        let (a, b) = await (onFirst, onSecond)
+        #expect(a.maxAge == 17 && a.onItsLoop)
+        #expect(b.maxAge == 17 && b.onItsLoop)
+    }
+
+    @Test func aWaiterWhoseDeadlinePassesLeavesAndTheOtherStillGetsTheResult() async throws {
+        let fetch = SharedFetch(scope: Self.scope, identifiers: ["a"])
+        let loop = group.loops[0]
+        let registered = Counter()
+        async let short = Self.wait(fetch, on: loop, until: .now + .milliseconds(50)) { registered.increment() }
+        async let long = Self.wait(fetch, on: loop, until: .now + .seconds(60)) { registered.increment() }
+        let left = await short
+        #expect(left.failure == Self.deadlineFailure && left.onItsLoop)
+        while registered.value < 2 { try await Task.sleep(for: .milliseconds(5)) }
+        fetch.finish(.success(Self.page))
+        let stayed = await long
+        #expect(stayed.maxAge == 17 && stayed.failure == nil && stayed.onItsLoop)
+    }
+
+    @Test func anOutcomeAlreadyThereIsDeliveredBeforeWhenDoneReturns() async {
+        let fetch = SharedFetch(scope: Self.scope, identifiers: ["a"])
+        fetch.finish(.failure(.appNotRegistered(upstreamStatus: 404)))
+        let loop = group.loops[1]
+        // (the failure delivered, whether whenDone had returned by then)
+        let seen = await withCheckedContinuation { (continuation: CheckedContinuation<(ProductsFetchFailure?, Bool), Never>) in
+            loop.execute {
+                let returned = Mutex(false)
+                fetch.whenDone(on: loop, until: .now + .seconds(60), onDeadline: Self.deadlineFailure) { outcome in
+                    guard case .failure(let failure) = outcome else { return continuation.resume(returning: (nil, true)) }
+                    continuation.resume(returning: (failure, returned.withLock { $0 }))
+                }
+                returned.withLock { $0 = true }
+            }
+        }
+        #expect(seen.0 == .appNotRegistered(upstreamStatus: 404))
+        #expect(seen.1 == false)
+    }
+
+    @Test func releasedWaitersGetTheReleaseFailureOnTheirLoop() async throws {
+        let fetch = SharedFetch(scope: Self.scope, identifiers: ["a"])
+        let loop = group.loops[0]
+        let registered = Counter()
+        async let waiting = Self.wait(fetch, on: loop, until: .now + .seconds(60)) { registered.increment() }
+        while registered.value < 1 { try await Task.sleep(for: .milliseconds(5)) }
+        fetch.releaseWaiters(with: .cancelled(detail: "the gateway is shutting down"))
+        let delivery = await waiting
+        #expect(delivery.failure == .cancelled(detail: "the gateway is shutting down") && delivery.onItsLoop)
+    }
+}
