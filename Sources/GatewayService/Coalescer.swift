@@ -38,16 +38,19 @@ final class Coalescer: Sendable {
     /// Joins fetches in flight for `identifiers` and claims the rest in
     /// chunks of at most `chunkSize`, atomically.
     func claim(scope: FetchScope, identifiers: [String], chunkSize: Int) -> Claim {
-        state.withLock { state in
-            let plan = state.machine.plan(scope: scope, identifiers: identifiers)
+        // Hashed outside the lock, once: the plan, the claim and the
+        // fetch's release all use these keys.
+        let keys = CoalescingKey.keys(scope: scope, identifiers: identifiers)
+        return state.withLock { state in
+            let plan = state.machine.plan(keys: keys)
             var started: [SharedFetch] = []
             var start = plan.unclaimed.startIndex
             while start < plan.unclaimed.endIndex {
                 let end = min(start + chunkSize, plan.unclaimed.endIndex)
                 let chunk = Array(plan.unclaimed[start..<end])
-                let fetch = SharedFetch(scope: scope, identifiers: chunk)
+                let fetch = SharedFetch(scope: scope, keys: chunk)
                 if let failure = state.released { fetch.releaseWaiters(with: failure) }
-                state.machine.register(fetch, identifiers: chunk, scope: scope)
+                state.machine.register(fetch, keys: chunk)
                 running.enter()
                 started.append(fetch)
                 start = end
@@ -59,7 +62,7 @@ final class Coalescer: Sendable {
     /// A fetch ended: its identifiers are free again, its waiters get
     /// `outcome`, and a shutdown waiting for the last fetch goes on.
     func finish(_ fetch: SharedFetch, with outcome: SharedFetch.Outcome) {
-        state.withLock { $0.machine.finish(fetch, identifiers: fetch.identifiers, scope: fetch.scope) }
+        state.withLock { $0.machine.finish(fetch, keys: fetch.keys) }
         fetch.finish(outcome)
         running.leave()
     }

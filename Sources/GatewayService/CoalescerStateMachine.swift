@@ -1,23 +1,41 @@
+/// One identifier of one scope, as the coalescer keys it: hashed once
+/// when made (the scope's hash and the identifier's text), so that the
+/// lookup, the claim and the release of an identifier hash an `Int`
+/// instead of strings; equality still compares the whole scope and text.
+struct CoalescingKey: Hashable, Sendable {
+    let scope: FetchScope
+    let identifier: String
+    private let precomputedHash: Int
+
+    init(scope: FetchScope, scopeHash: Int, identifier: String) {
+        self.scope = scope
+        self.identifier = identifier
+        var hasher = Hasher()
+        hasher.combine(scopeHash)
+        hasher.combine(identifier)
+        precomputedHash = hasher.finalize()
+    }
+
+    /// The keys of `identifiers` in `scope`, in order; the scope is hashed
+    /// once for all of them.
+    static func keys(scope: FetchScope, identifiers: some Sequence<String>) -> [CoalescingKey] {
+        let scopeHash = scope.hashValue
+        return identifiers.map { CoalescingKey(scope: scope, scopeHash: scopeHash, identifier: $0) }
+    }
+
+    static func == (lhs: CoalescingKey, rhs: CoalescingKey) -> Bool {
+        lhs.precomputedHash == rhs.precomputedHash && lhs.identifier == rhs.identifier && lhs.scope == rhs.scope
+    }
+
+    func hash(into hasher: inout Hasher) {
+        hasher.combine(precomputedHash)
+    }
+}
+
 /// Which identifiers are being fetched right now, by which fetch, per
 /// (app, country, language). Pure: the ``Coalescer`` keeps it under a lock.
 struct CoalescerStateMachine<Fetch: AnyObject> {
-    /// The scope's hash is computed once per operation, not once per
-    /// identifier (it hashes three strings); equality still compares the
-    /// whole scope. As in the response cache.
-    struct Key: Hashable {
-        let scope: FetchScope
-        let scopeHash: Int
-        let identifier: String
-
-        static func == (lhs: Key, rhs: Key) -> Bool {
-            lhs.identifier == rhs.identifier && lhs.scopeHash == rhs.scopeHash && lhs.scope == rhs.scope
-        }
-
-        func hash(into hasher: inout Hasher) {
-            hasher.combine(scopeHash)
-            hasher.combine(identifier)
-        }
-    }
+    typealias Key = CoalescingKey
 
     /// How a call's identifiers are covered.
     struct Plan {
@@ -25,50 +43,62 @@ struct CoalescerStateMachine<Fetch: AnyObject> {
         var joined: [Fetch] = []
         /// How many of the call's identifiers those cover.
         var joinedIdentifierCount = 0
-        /// Identifiers nobody is fetching: the caller must start fetches
-        /// for them and ``register(_:identifiers:scope:)`` those at once.
-        var unclaimed: [String] = []
+        /// Keys nobody is fetching: the caller must start fetches for them
+        /// and ``register(_:keys:)`` those at once.
+        var unclaimed: [Key] = []
     }
 
     private(set) var inFlight: [Key: Fetch] = [:]
 
-    func plan(scope: FetchScope, identifiers: [String]) -> Plan {
+    func plan(keys: [Key]) -> Plan {
         var plan = Plan()
         guard !inFlight.isEmpty else {
-            plan.unclaimed = identifiers
+            plan.unclaimed = keys
             return plan
         }
-        let scopeHash = scope.hashValue
-        plan.unclaimed.reserveCapacity(identifiers.count)
+        plan.unclaimed.reserveCapacity(keys.count)
         var seen = Set<ObjectIdentifier>()
-        for identifier in identifiers {
-            if let fetch = inFlight[Key(scope: scope, scopeHash: scopeHash, identifier: identifier)] {
+        for key in keys {
+            if let fetch = inFlight[key] {
                 plan.joinedIdentifierCount += 1
                 if seen.insert(ObjectIdentifier(fetch)).inserted { plan.joined.append(fetch) }
             } else {
-                plan.unclaimed.append(identifier)
+                plan.unclaimed.append(key)
             }
         }
         return plan
     }
 
-    mutating func register(_ fetch: Fetch, identifiers: [String], scope: FetchScope) {
-        let scopeHash = scope.hashValue
-        for identifier in identifiers {
-            let previous = inFlight.updateValue(fetch, forKey: Key(scope: scope, scopeHash: scopeHash, identifier: identifier))
-            precondition(previous == nil, "identifier \(identifier) claimed twice")
+    mutating func register(_ fetch: Fetch, keys: some Sequence<Key>) {
+        for key in keys {
+            let previous = inFlight.updateValue(fetch, forKey: key)
+            precondition(previous == nil, "identifier \(key.identifier) claimed twice")
         }
     }
 
     /// The fetch ended: its identifiers are free again, so the next call
     /// fetches anew (a failure is forgotten here, never cached).
-    mutating func finish(_ fetch: Fetch, identifiers: [String], scope: FetchScope) {
-        let scopeHash = scope.hashValue
-        for identifier in identifiers {
-            if let index = inFlight.index(forKey: Key(scope: scope, scopeHash: scopeHash, identifier: identifier)), inFlight.values[index] === fetch {
+    mutating func finish(_ fetch: Fetch, keys: [Key]) {
+        for key in keys {
+            if let index = inFlight.index(forKey: key), inFlight.values[index] === fetch {
                 inFlight.remove(at: index)
             }
         }
+    }
+
+    /// ``plan(keys:)`` for identifiers of one scope.
+    func plan(scope: FetchScope, identifiers: [String]) -> Plan {
+        plan(keys: Key.keys(scope: scope, identifiers: identifiers))
+    }
+
+    /// ``register(_:keys:)`` for identifiers of one scope.
+    mutating func register(_ fetch: Fetch, identifiers: [String], scope: FetchScope) {
+        register(fetch, keys: Key.keys(scope: scope, identifiers: identifiers))
+    }
+
+    /// ``finish(_:keys:)`` for identifiers of one scope.
+    mutating func finish(_ fetch: Fetch, identifiers: [String], scope: FetchScope) {
+        finish(fetch, keys: Key.keys(scope: scope, identifiers: identifiers))
     }
 
     /// Every fetch in flight, each once.

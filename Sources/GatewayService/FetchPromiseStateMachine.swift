@@ -24,12 +24,20 @@ struct FetchPromiseStateMachine<Value, Waiter> {
     private(set) var state: State = .pending
     /// The waiters while pending. Kept beside the state, not in it, so
     /// adding one to a herd of a thousand does not copy the other 999.
+    /// Most fetches have one waiter (the call that started it): it is kept
+    /// in `single`, and the dictionary is only made for a second one.
+    private var single: (id: Int, waiter: Waiter)?
     private var waiters: [Int: Waiter] = [:]
 
     mutating func addWaiter(_ id: Int, _ waiter: Waiter) -> WaitAction {
         switch state {
         case .pending:
-            precondition(waiters.updateValue(waiter, forKey: id) == nil, "waiter \(id) registered twice")
+            precondition(single?.id != id, "waiter \(id) registered twice")
+            if single == nil, waiters.isEmpty {
+                single = (id, waiter)
+            } else {
+                precondition(waiters.updateValue(waiter, forKey: id) == nil, "waiter \(id) registered twice")
+            }
             return .suspend
         case .released(let value), .finished(let value):
             return .resume(value)
@@ -40,6 +48,10 @@ struct FetchPromiseStateMachine<Value, Waiter> {
     /// waiting, so it is resumed exactly once; the fetch goes on regardless.
     mutating func removeWaiter(_ id: Int) -> Waiter? {
         guard case .pending = state else { return nil }
+        if let single, single.id == id {
+            self.single = nil
+            return single.waiter
+        }
         return waiters.removeValue(forKey: id)
     }
 
@@ -68,13 +80,18 @@ struct FetchPromiseStateMachine<Value, Waiter> {
 
     /// The waiters in the order they came, leaving none.
     private mutating func takeWaiters() -> [Waiter] {
-        defer { waiters = [:] }
-        if waiters.count == 1 { return [waiters.first!.value] }
-        return waiters.sorted { $0.key < $1.key }.map(\.value)
+        defer {
+            single = nil
+            waiters = [:]
+        }
+        if waiters.isEmpty { return single.map { [$0.waiter] } ?? [] }
+        var all = Array(waiters)
+        if let single { all.append((key: single.id, value: single.waiter)) }
+        return all.sorted { $0.key < $1.key }.map(\.value)
     }
 
     var waiterCount: Int {
-        if case .pending = state { return waiters.count }
+        if case .pending = state { return waiters.count + (single == nil ? 0 : 1) }
         return 0
     }
 }

@@ -56,12 +56,22 @@ final class SharedFetch: Sendable {
 
     let scope: FetchScope
     let identifiers: [String]
+    /// The coalescer's keys of `identifiers`, hashed once at the claim.
+    let keys: [CoalescingKey]
     private let state = Mutex(FetchPromiseStateMachine<Outcome, Waiter>())
     private let nextWaiterID = Atomic<Int>(0)
 
     init(scope: FetchScope, identifiers: [String]) {
         self.scope = scope
         self.identifiers = identifiers
+        self.keys = CoalescingKey.keys(scope: scope, identifiers: identifiers)
+    }
+
+    /// A fetch of the identifiers of `keys`, all of `scope`.
+    init(scope: FetchScope, keys: [CoalescingKey]) {
+        self.scope = scope
+        self.identifiers = keys.map(\.identifier)
+        self.keys = keys
     }
 
     /// Waits for the outcome, or until `deadline`, whichever comes first.
