@@ -44,18 +44,28 @@ final class Coalescer: Sendable {
         return state.withLock { state in
             let plan = state.machine.plan(keys: keys)
             var started: [SharedFetch] = []
+            func startFetch(identifiers: [String], keys: [CoalescingKey]) {
+                let fetch = SharedFetch(scope: scope, identifiers: identifiers, keys: keys)
+                if let failure = state.released { fetch.releaseWaiters(with: failure) }
+                state.machine.register(fetch, keys: keys)
+                running.enter()
+                started.append(fetch)
+            }
+            if plan.joined.isEmpty, keys.count <= chunkSize, !keys.isEmpty {
+                // The usual claim: one fetch of everything asked, which
+                // keeps the call's own lists.
+                startFetch(identifiers: identifiers, keys: keys)
+                return Claim(fetches: started, started: started, joinedIdentifierCount: 0)
+            }
             var start = plan.unclaimed.startIndex
             while start < plan.unclaimed.endIndex {
                 let end = min(start + chunkSize, plan.unclaimed.endIndex)
                 let chunk = Array(plan.unclaimed[start..<end])
-                let fetch = SharedFetch(scope: scope, keys: chunk)
-                if let failure = state.released { fetch.releaseWaiters(with: failure) }
-                state.machine.register(fetch, keys: chunk)
-                running.enter()
-                started.append(fetch)
+                startFetch(identifiers: chunk.map(\.identifier), keys: chunk)
                 start = end
             }
-            return Claim(fetches: plan.joined + started, started: started, joinedIdentifierCount: plan.joinedIdentifierCount)
+            let fetches = plan.joined.isEmpty ? started : plan.joined + started
+            return Claim(fetches: fetches, started: started, joinedIdentifierCount: plan.joinedIdentifierCount)
         }
     }
 

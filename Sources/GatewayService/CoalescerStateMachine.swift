@@ -56,16 +56,24 @@ struct CoalescerStateMachine<Fetch: AnyObject> {
             plan.unclaimed = keys
             return plan
         }
-        plan.unclaimed.reserveCapacity(keys.count)
+        // Usually nothing is joined and `unclaimed` is `keys` itself: the
+        // list is only built once a key turns out to be in flight.
+        var joinedAny = false
         var seen = Set<ObjectIdentifier>()
-        for key in keys {
+        for (index, key) in keys.enumerated() {
             if let fetch = inFlight[key] {
+                if !joinedAny {
+                    joinedAny = true
+                    plan.unclaimed.reserveCapacity(keys.count - 1)
+                    plan.unclaimed.append(contentsOf: keys[..<index])
+                }
                 plan.joinedIdentifierCount += 1
                 if seen.insert(ObjectIdentifier(fetch)).inserted { plan.joined.append(fetch) }
-            } else {
+            } else if joinedAny {
                 plan.unclaimed.append(key)
             }
         }
+        if !joinedAny { plan.unclaimed = keys }
         return plan
     }
 

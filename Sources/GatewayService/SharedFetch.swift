@@ -67,10 +67,11 @@ final class SharedFetch: Sendable {
         self.keys = CoalescingKey.keys(scope: scope, identifiers: identifiers)
     }
 
-    /// A fetch of the identifiers of `keys`, all of `scope`.
-    init(scope: FetchScope, keys: [CoalescingKey]) {
+    /// A fetch of `identifiers` of `scope`, whose coalescer keys (in the
+    /// same order) are `keys`.
+    init(scope: FetchScope, identifiers: [String], keys: [CoalescingKey]) {
         self.scope = scope
-        self.identifiers = keys.map(\.identifier)
+        self.identifiers = identifiers
         self.keys = keys
     }
 

@@ -32,6 +32,20 @@ struct CoalescerStateMachineTests {
         #expect(plan.unclaimed.map(\.identifier) == ["x", "y"])
     }
 
+    @Test func identifiersBeforeTheFirstJoinedOneStayUnclaimedInOrder() {
+        var machine = CoalescerStateMachine<Probe>()
+        let first = Probe()
+        machine.register(first, identifiers: ["c"], scope: Self.de)
+        // Something else in flight, nothing of it asked: all unclaimed.
+        #expect(machine.plan(scope: Self.de, identifiers: ["x", "y"]).unclaimed.map(\.identifier) == ["x", "y"])
+
+        let plan = machine.plan(scope: Self.de, identifiers: ["x", "y", "c", "z"])
+        #expect(plan.joined.count == 1)
+        #expect(plan.joined.first === first)
+        #expect(plan.joinedIdentifierCount == 1)
+        #expect(plan.unclaimed.map(\.identifier) == ["x", "y", "z"])
+    }
+
     @Test func overlappingCallsJoinEveryFetchTheyNeedEachOnce() {
         var machine = CoalescerStateMachine<Probe>()
         let first = Probe()
