@@ -126,7 +126,7 @@ public final class ProductsFetchService: Sendable {
     }
 
     /// The rest of a deferred call: on the calling thread's loop by
-    /// callbacks, with no task (``fetchMissing(_:for:completion:)``), or,
+    /// callbacks, with no task (``fetchMissing(_:for:on:completion:)``), or,
     /// off the loops, in a task.
     private func fetchRest(_ missing: [String], for call: CallInProgress, logger: @escaping @Sendable () -> Logger, answer: @escaping @Sendable (Result<JSONValue, JSONRPCError>) -> Void) {
         if let loop = EventLoop.current {
