@@ -106,79 +106,40 @@ extension Duration {
 /// Builds `{base}/v1/apps/{appId}/products?ids=a,b&country=DE`.
 enum UpstreamRequestPath {
     static func make(basePath: String, request: SourceRequest) -> String {
-        let prefix: StaticString = "/v1/apps/"
-        let idsLabel: StaticString = "/products?ids="
-        let countryLabel: StaticString = "&country="
-        let identifiers = request.identifiers
-        var length = basePath.utf8.count + prefix.utf8CodeUnitCount + encodedLength(request.scope.appID)
-            + idsLabel.utf8CodeUnitCount + countryLabel.utf8CodeUnitCount + request.scope.country.text.utf8.count
-        for identifier in identifiers {
-            length += encodedLength(identifier) + 1
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(basePath.utf8.count + 48 + request.identifiers.reduce(0) { $0 + $1.utf8.count + 1 })
+        bytes.append(contentsOf: basePath.utf8)
+        bytes.append(contentsOf: "/v1/apps/".utf8)
+        appendPercentEncoded(request.scope.appID, to: &bytes)
+        bytes.append(contentsOf: "/products?ids=".utf8)
+        for (index, identifier) in request.identifiers.enumerated() {
+            if index > 0 { bytes.append(UInt8(ascii: ",")) }
+            appendPercentEncoded(identifier, to: &bytes)
         }
-        // Sized exactly and written in place: one allocation, and no
-        // per-byte growth checks, for the path of every upstream call.
-        return String(unsafeUninitializedCapacity: length) { buffer in
-            var position = 0
-            func put(_ bytes: some Collection<UInt8>) {
-                for byte in bytes {
-                    buffer[position] = byte
-                    position += 1
-                }
-            }
-            put(basePath.utf8)
-            put(UnsafeBufferPointer(start: prefix.utf8Start, count: prefix.utf8CodeUnitCount))
-            writePercentEncoded(request.scope.appID, into: buffer, at: &position)
-            put(UnsafeBufferPointer(start: idsLabel.utf8Start, count: idsLabel.utf8CodeUnitCount))
-            for (index, identifier) in identifiers.enumerated() {
-                if index > 0 { put(CollectionOfOne(UInt8(ascii: ","))) }
-                writePercentEncoded(identifier, into: buffer, at: &position)
-            }
-            put(UnsafeBufferPointer(start: countryLabel.utf8Start, count: countryLabel.utf8CodeUnitCount))
-            put(request.scope.country.text.utf8)
-            return position
-        }
+        bytes.append(contentsOf: "&country=".utf8)
+        bytes.append(contentsOf: request.scope.country.text.utf8)
+        return String(decoding: bytes, as: UTF8.self)
     }
 
     /// Percent-encodes everything but RFC 3986 unreserved characters.
     static func percentEncode(_ text: String) -> String {
-        String(unsafeUninitializedCapacity: encodedLength(text)) { buffer in
-            var position = 0
-            writePercentEncoded(text, into: buffer, at: &position)
-            return position
-        }
+        var bytes: [UInt8] = []
+        appendPercentEncoded(text, to: &bytes)
+        return String(decoding: bytes, as: UTF8.self)
     }
 
-    private static func isUnreserved(_ byte: UInt8) -> Bool {
-        switch byte {
-        case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"),
-             UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "-"), UInt8(ascii: "."),
-             UInt8(ascii: "_"), UInt8(ascii: "~"):
-            true
-        default:
-            false
-        }
-    }
-
-    /// The length of `text` percent-encoded.
-    private static func encodedLength(_ text: String) -> Int {
-        var length = 0
-        for byte in text.utf8 {
-            length += isUnreserved(byte) ? 1 : 3
-        }
-        return length
-    }
-
-    private static func writePercentEncoded(_ text: String, into buffer: UnsafeMutableBufferPointer<UInt8>, at position: inout Int) {
+    private static func appendPercentEncoded(_ text: String, to bytes: inout [UInt8]) {
         let hex: StaticString = "0123456789ABCDEF"
         for byte in text.utf8 {
-            if isUnreserved(byte) {
-                buffer[position] = byte
-                position += 1
-            } else {
-                buffer[position] = UInt8(ascii: "%")
-                buffer[position + 1] = hex.utf8Start[Int(byte >> 4)]
-                buffer[position + 2] = hex.utf8Start[Int(byte & 0xF)]
-                position += 3
+            switch byte {
+            case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"),
+                 UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "-"), UInt8(ascii: "."),
+                 UInt8(ascii: "_"), UInt8(ascii: "~"):
+                bytes.append(byte)
+            default:
+                bytes.append(UInt8(ascii: "%"))
+                bytes.append(hex.utf8Start[Int(byte >> 4)])
+                bytes.append(hex.utf8Start[Int(byte & 0xF)])
             }
         }
     }

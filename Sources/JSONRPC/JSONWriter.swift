@@ -151,8 +151,11 @@ public struct JSONWriter: Sendable {
                 position = 1
             }
             chunk[position] = UInt8(ascii: "\"")
-            UnsafeMutableBufferPointer(rebasing: chunk[(position + 1)...]).baseAddress!.initialize(from: text.baseAddress!, count: text.count)
-            position += 1 + text.count
+            position += 1
+            for byte in text {
+                chunk[position] = byte
+                position += 1
+            }
             chunk[position] = UInt8(ascii: "\"")
             chunk[position + 1] = UInt8(ascii: ":")
             bytes.append(contentsOf: UnsafeBufferPointer(chunk))

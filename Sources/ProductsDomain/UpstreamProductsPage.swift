@@ -40,7 +40,8 @@ public struct UpstreamProductsPage: Sendable, Equatable {
     /// ``encodedProducts`` of the page in a `200` body, as ``parse(_:)``
     /// reads it: transcoded in one pass from the body's bytes
     /// (``UpstreamBodyReader/encodedProducts(from:)``), or, when that
-    /// reading gives up, through ``parse(_:)``, which names the problem.
+    /// reading gives up, through the tree (``parseViaTree(_:)``), which
+    /// decides and names the problem.
     /// - Throws: `UpstreamBodyError`, as ``parse(_:)``.
     public static func encodedProducts(of body: [UInt8]) throws(UpstreamBodyError) -> [String: EncodedJSON] {
         if let encoded = UpstreamBodyReader.encodedProducts(from: body) {

@@ -114,6 +114,16 @@ struct FetchPromiseStateMachineTests {
         #expect(kept.reason == "cancelled")
     }
 
+    @Test func theFirstWaiterLeavingBesideOthersKeepsTheirOrder() {
+        var machine = Machine()
+        _ = machine.addWaiter(0, "first")
+        _ = machine.addWaiter(1, "second")
+        #expect(machine.removeWaiter(0) == "first")
+        #expect(isSuspend(machine.addWaiter(2, "third")))
+        #expect(machine.waiterCount == 2)
+        #expect(machine.finish(.success(4)) == ["second", "third"])
+    }
+
     @Test func aNewWaiterCanJoinAfterAnotherLeft() {
         var machine = Machine()
         _ = machine.addWaiter(0, "a")
