@@ -47,7 +47,7 @@ public struct JSONRPCResponse: Sendable, Equatable {
     public func serialized() -> [UInt8] {
         var writer = JSONWriter(reservingCapacity: estimatedByteCount)
         write(to: &writer)
-        return writer.bytes
+        return writer.takeBytes()
     }
 
     /// Room for the envelope, the id and a pre-encoded result, so that

@@ -340,7 +340,7 @@ public struct JSONRPCServer<Context: Sendable>: Sendable {
         writer.beginArray()
         for response in responses { response.write(to: &writer) }
         writer.endArray()
-        return writer.bytes
+        return writer.takeBytes()
     }
 }
 

@@ -11,7 +11,7 @@ extension JSONValue {
     public func serialized() -> [UInt8] {
         var writer = JSONWriter()
         writer.value(self)
-        return writer.bytes
+        return writer.takeBytes()
     }
 
     /// ``serialized()`` as a `String`.
@@ -53,8 +53,13 @@ public struct JSONWriter: Sendable {
         case memberValue
     }
 
-    /// The text written so far.
-    public private(set) var bytes: [UInt8]
+    /// The text written so far is `storage[..<length]`. The array is kept
+    /// filled to its capacity, so that a token is stored through a pointer:
+    /// `Array.append(contentsOf:)` costs about a hundred instructions
+    /// whatever its length (its generic path, uniqueness, capacity, copy),
+    /// and an answer's products make a few hundred appends.
+    private var storage: [UInt8]
+    private var length = 0
     private var state = State.top
     /// Bit `n` is set when the container open at depth `n` is an object.
     private var objectBits: UInt64 = 0
@@ -66,8 +71,23 @@ public struct JSONWriter: Sendable {
 
     /// An empty writer whose buffer holds `capacity` bytes before it grows.
     public init(reservingCapacity capacity: Int = 0) {
-        bytes = []
-        if capacity > 0 { bytes.reserveCapacity(capacity) }
+        storage = []
+        if capacity > 0 { fill(toCapacity: capacity) }
+    }
+
+    /// The text written so far, as a copy (``takeBytes()`` hands over the
+    /// writer's own buffer instead).
+    public var bytes: [UInt8] {
+        Array(storage[..<length])
+    }
+
+    /// The text written, in the writer's own buffer (one allocation when the
+    /// reserved capacity was enough).
+    public consuming func takeBytes() -> [UInt8] {
+        var text: [UInt8] = []
+        swap(&text, &storage)
+        text.removeLast(text.count - length)
+        return text
     }
 
     /// Whether exactly one complete value has been written.
@@ -80,7 +100,7 @@ public struct JSONWriter: Sendable {
     /// - Precondition: ``isComplete``.
     public consuming func finish() -> EncodedJSON {
         precondition(state == .done, "JSONWriter.finish() before a complete value was written")
-        return EncodedJSON(writtenBytes: bytes)
+        return EncodedJSON(writtenBytes: takeBytes())
     }
 
     // MARK: - Containers
@@ -115,12 +135,12 @@ public struct JSONWriter: Sendable {
         case .objectStart:
             break
         case .memberValue:
-            bytes.append(UInt8(ascii: ","))
+            append(byte: UInt8(ascii: ","))
         default:
             preconditionFailure("JSONWriter.key(_:) outside an object or where a member value is due")
         }
         appendQuoted(name)
-        bytes.append(UInt8(ascii: ":"))
+        append(byte: UInt8(ascii: ":"))
         state = .memberName
     }
 
@@ -140,25 +160,19 @@ public struct JSONWriter: Sendable {
         }
         let text = UnsafeBufferPointer(start: name.utf8Start, count: name.utf8CodeUnitCount)
         assert(!text.contains { $0 < 0x20 || $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\\") }, "a literal member name that needs escaping")
-        // Assembled on the stack and appended at once: an append costs
-        // about a hundred instructions whatever its length (uniqueness,
-        // capacity, copy), and a product's encoding writes 33 member names.
-        let length = text.count + (comma ? 4 : 3)
-        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: length) { chunk in
-            var position = 0
+        // Stored at once, comma, quotes and colon included: a product's
+        // encoding writes 33 member names.
+        let count = text.count
+        store(count + (comma ? 4 : 3)) { target in
+            var target = target
             if comma {
-                chunk[0] = UInt8(ascii: ",")
-                position = 1
+                target.pointee = UInt8(ascii: ",")
+                target += 1
             }
-            chunk[position] = UInt8(ascii: "\"")
-            position += 1
-            for byte in text {
-                chunk[position] = byte
-                position += 1
-            }
-            chunk[position] = UInt8(ascii: "\"")
-            chunk[position + 1] = UInt8(ascii: ":")
-            bytes.append(contentsOf: UnsafeBufferPointer(chunk))
+            target.pointee = UInt8(ascii: "\"")
+            (target + 1).update(from: name.utf8Start, count: count)
+            target[count + 1] = UInt8(ascii: "\"")
+            target[count + 2] = UInt8(ascii: ":")
         }
         state = .memberName
     }
@@ -180,9 +194,9 @@ public struct JSONWriter: Sendable {
     ///   `String` is.
     public mutating func string(utf8: UnsafeBufferPointer<UInt8>) {
         beginValue()
-        bytes.append(UInt8(ascii: "\""))
+        append(byte: UInt8(ascii: "\""))
         appendEscaped(utf8)
-        bytes.append(UInt8(ascii: "\""))
+        append(byte: UInt8(ascii: "\""))
         endValue()
     }
 
@@ -199,7 +213,7 @@ public struct JSONWriter: Sendable {
     /// serializes.
     public mutating func integer(_ integer: Int) {
         beginValue()
-        if integer < 0 { bytes.append(UInt8(ascii: "-")) }
+        if integer < 0 { append(byte: UInt8(ascii: "-")) }
         var magnitude = integer.magnitude
         // At most 20 digits; written backwards into a small stack buffer.
         withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 20) { digits in
@@ -209,7 +223,7 @@ public struct JSONWriter: Sendable {
                 digits[start] = UInt8(ascii: "0") + UInt8(magnitude % 10)
                 magnitude /= 10
             } while magnitude > 0
-            bytes.append(contentsOf: UnsafeBufferPointer(rebasing: digits[start...]))
+            append(UnsafeBufferPointer(rebasing: digits[start...]))
         }
         endValue()
     }
@@ -239,7 +253,7 @@ public struct JSONWriter: Sendable {
     /// looking at them again.
     public mutating func encoded(_ json: EncodedJSON) {
         beginValue()
-        bytes.append(contentsOf: json.bytes)
+        json.bytes.withUnsafeBufferPointer { append($0) }
         endValue()
     }
 
@@ -254,12 +268,12 @@ public struct JSONWriter: Sendable {
             objectBits &= ~(1 << UInt64(depth))
         }
         depth += 1
-        bytes.append(byte)
+        append(byte: byte)
         state = isObject ? .objectStart : .arrayStart
     }
 
     private mutating func close(byte: UInt8) {
-        bytes.append(byte)
+        append(byte: byte)
         depth -= 1
         endValue()
     }
@@ -270,7 +284,7 @@ public struct JSONWriter: Sendable {
         case .top, .arrayStart, .memberName:
             break
         case .arrayElement:
-            bytes.append(UInt8(ascii: ","))
+            append(byte: UInt8(ascii: ","))
         case .done:
             preconditionFailure("JSONWriter: a second value after the complete top value")
         case .objectStart, .memberValue:
@@ -303,33 +317,34 @@ public struct JSONWriter: Sendable {
         case .string(let text):
             appendQuoted(text)
         case .array(let elements):
-            bytes.append(UInt8(ascii: "["))
+            append(byte: UInt8(ascii: "["))
             var first = true
             for element in elements {
-                if !first { bytes.append(UInt8(ascii: ",")) }
+                if !first { append(byte: UInt8(ascii: ",")) }
                 first = false
                 appendTree(element)
             }
-            bytes.append(UInt8(ascii: "]"))
+            append(byte: UInt8(ascii: "]"))
         case .object(let object):
-            bytes.append(UInt8(ascii: "{"))
+            append(byte: UInt8(ascii: "{"))
             var first = true
             for (key, member) in object {
-                if !first { bytes.append(UInt8(ascii: ",")) }
+                if !first { append(byte: UInt8(ascii: ",")) }
                 first = false
                 appendQuoted(key)
-                bytes.append(UInt8(ascii: ":"))
+                append(byte: UInt8(ascii: ":"))
                 appendTree(member)
             }
-            bytes.append(UInt8(ascii: "}"))
+            append(byte: UInt8(ascii: "}"))
         case .encoded(let json):
-            bytes.append(contentsOf: json.bytes)
+            json.bytes.withUnsafeBufferPointer { append($0) }
         }
     }
 
     private mutating func appendNumber(_ text: String) {
         if JSONValue.isNumberText(text) {
-            bytes.append(contentsOf: text.utf8)
+            var text = text
+            text.withUTF8 { append($0) }
         } else {
             append("null")
         }
@@ -337,14 +352,14 @@ public struct JSONWriter: Sendable {
 
     /// `text` in double quotes, escaped.
     private mutating func appendQuoted(_ text: String) {
-        bytes.append(UInt8(ascii: "\""))
+        append(byte: UInt8(ascii: "\""))
         // Every string hands out its UTF-8 this way: native ones in place,
         // small ones (up to 15 bytes, most identifiers, prices and codes)
         // from a stack copy. Runs that need no escape are then copied whole
         // instead of byte by byte.
         var text = text
         text.withUTF8 { appendEscaped($0) }
-        bytes.append(UInt8(ascii: "\""))
+        append(byte: UInt8(ascii: "\""))
     }
 
     private mutating func appendEscaped(_ utf8: UnsafeBufferPointer<UInt8>) {
@@ -356,13 +371,13 @@ public struct JSONWriter: Sendable {
             let byte = utf8[index]
             guard byte < 0x20 || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") else { continue }
             if runStart < index {
-                bytes.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[runStart ..< index]))
+                append(UnsafeBufferPointer(rebasing: utf8[runStart ..< index]))
             }
             appendEscaped(byte)
             runStart = index + 1
         }
         if runStart < utf8.count {
-            bytes.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[runStart...]))
+            append(UnsafeBufferPointer(rebasing: utf8[runStart...]))
         }
     }
 
@@ -379,16 +394,62 @@ public struct JSONWriter: Sendable {
         case 0x0D: append("\\r")
         case 0x00 ..< 0x20:
             append("\\u00")
-            bytes.append(Self.hexDigit(byte >> 4))
-            bytes.append(Self.hexDigit(byte & 0x0F))
+            append(byte: Self.hexDigit(byte >> 4))
+            append(byte: Self.hexDigit(byte & 0x0F))
         default:
-            bytes.append(byte)
+            append(byte: byte)
         }
     }
 
     private mutating func append(_ text: StaticString) {
-        bytes.append(contentsOf: UnsafeBufferPointer(start: text.utf8Start, count: text.utf8CodeUnitCount))
+        append(UnsafeBufferPointer(start: text.utf8Start, count: text.utf8CodeUnitCount))
     }
+
+    private mutating func append(_ text: UnsafeBufferPointer<UInt8>) {
+        guard let source = text.baseAddress, !text.isEmpty else { return }
+        store(text.count) { $0.update(from: source, count: text.count) }
+    }
+
+    @inline(__always)
+    private mutating func append(byte: UInt8) {
+        store(1) { $0.pointee = byte }
+    }
+
+    /// Stores `count` bytes after the text: `body` writes them through a
+    /// pointer to the first.
+    @inline(__always)
+    private mutating func store(_ count: Int, _ body: (UnsafeMutablePointer<UInt8>) -> Void) {
+        let start = length
+        let end = start + count
+        if end > storage.count { fill(toCapacity: Swift.max(end, 2 * storage.count, 64)) }
+        storage.withUnsafeMutableBufferPointer { body($0.baseAddress! + start) }
+        length = end
+    }
+
+    /// Moves the text into a buffer of at least `capacity` bytes, filled
+    /// with zeros past the text (overwritten before they are part of it).
+    ///
+    /// `reserveCapacity` and `append` are specialized for `UInt8` here,
+    /// where `Array(repeating:count:)` and `Array(unsafeUninitializedCapacity:)`
+    /// call the standard library's generic allocation (a metadata lookup,
+    /// about 500 instructions).
+    @inline(never)
+    private mutating func fill(toCapacity capacity: Int) {
+        var larger: [UInt8] = []
+        larger.reserveCapacity(capacity)
+        let length = length
+        storage.withUnsafeBufferPointer { larger.append(contentsOf: UnsafeBufferPointer(rebasing: $0[..<length])) }
+        // Copied from a block of zeros: `repeatElement` is appended a byte
+        // at a time.
+        Self.zeros.withUnsafeBufferPointer { zeros in
+            while larger.count < larger.capacity {
+                larger.append(contentsOf: UnsafeBufferPointer(rebasing: zeros.prefix(larger.capacity - larger.count)))
+            }
+        }
+        storage = larger
+    }
+
+    private static let zeros = [UInt8](repeating: 0, count: 4096)
 
     /// A lower-case hex digit for `nibble` (0 to 15).
     private static func hexDigit(_ nibble: UInt8) -> UInt8 {
