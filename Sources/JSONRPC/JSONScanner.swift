@@ -320,16 +320,26 @@ package struct JSONScanner {
     }
 
     private static func index(of text: UnsafeBufferPointer<UInt8>, in names: [StaticString]) -> Int? {
-        search: for (position, name) in names.enumerated() where name.utf8CodeUnitCount == text.count {
-            // A plain loop: `elementsEqual` is not specialized into one for
-            // buffers.
-            let expected = name.utf8Start
-            for index in 0 ..< text.count where text[index] != expected[index] {
-                continue search
-            }
-            return position
+        let count = text.count
+        guard let bytes = text.baseAddress, count > 0 else {
+            return names.firstIndex { $0.utf8CodeUnitCount == 0 }
         }
-        return nil
+        let first = bytes.pointee
+        return names.withUnsafeBufferPointer { names -> Int? in
+            // Length and first byte rule out most names; plain loops, as
+            // `elementsEqual` is not specialized into one for buffers.
+            search: for position in names.indices {
+                let name = names[position]
+                guard name.utf8CodeUnitCount == count else { continue }
+                let expected = name.utf8Start
+                guard expected.pointee == first else { continue }
+                for index in 1 ..< count where bytes[index] != expected[index] {
+                    continue search
+                }
+                return position
+            }
+            return nil
+        }
     }
 
     /// Checks the string whose opening quote is at `position` and steps

@@ -2,13 +2,13 @@
 /// the writer and the writer-form check step over runs of printable ASCII
 /// with one test per word, then read the rest byte by byte.
 enum PlainText {
-    /// Whether any of the eight bytes of `word` is not plain printable
-    /// ASCII inside a string: below 0x20, 0x80 or above, `"` or `\`. The
-    /// usual bit tricks for "a byte is zero" and "a byte is less than n";
-    /// a borrow can only flag bytes after a flagged one, which the byte loop
-    /// then reads exactly.
+    /// The bytes of `word` (read little-endian) that are not plain
+    /// printable ASCII inside a string, flagged by their high bit: below
+    /// 0x20, 0x80 or above, `"` or `\`. The usual bit tricks for "a byte is
+    /// zero" and "a byte is less than n"; a borrow can only flag bytes after
+    /// a flagged one, so the lowest flag is exact.
     @inline(__always)
-    static func holdsSpecialByte(_ word: UInt64) -> Bool {
+    static func specialBytes(_ word: UInt64) -> UInt64 {
         let ones: UInt64 = 0x0101_0101_0101_0101
         let highs: UInt64 = 0x8080_8080_8080_8080
         let quote = word ^ (ones &* 0x22)
@@ -16,19 +16,24 @@ enum PlainText {
         let control = (word &- ones &* 0x20) & ~word
         let quotes = (quote &- ones) & ~quote
         let backslashes = (backslash &- ones) & ~backslash
-        return (control | quotes | backslashes | word) & highs != 0
+        return (control | quotes | backslashes | word) & highs
     }
 
     /// The end of the run of plain printable ASCII in `bytes` that starts
-    /// at `start`, found eight bytes at a time; the caller reads the bytes
-    /// from there on one by one (the run may go on for up to seven more).
+    /// at `start`, found eight bytes at a time: the first byte that is not
+    /// plain, or, where fewer than eight bytes are left, the first of them
+    /// (the caller reads the bytes from there on one by one).
     @inline(__always)
     static func skipWords(in bytes: UnsafeBufferPointer<UInt8>, from start: Int) -> Int {
         guard let base = bytes.baseAddress else { return start }
         var position = start
         while bytes.count - position >= 8 {
-            let word = UnsafeRawPointer(base + position).loadUnaligned(as: UInt64.self)
-            if holdsSpecialByte(word) { break }
+            let word = UInt64(littleEndian: UnsafeRawPointer(base + position).loadUnaligned(as: UInt64.self))
+            let special = specialBytes(word)
+            if special != 0 {
+                // The lowest flag is exact: the bytes below it are plain.
+                return position + special.trailingZeroBitCount >> 3
+            }
             position += 8
         }
         return position
