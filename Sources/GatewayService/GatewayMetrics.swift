@@ -28,7 +28,9 @@ public final class GatewayMetrics: Sendable {
     private let sharedHits: CoreMetrics.Counter
     private let sharedErrors: CoreMetrics.Counter
     private let sharedConnections: Meter
-    private let upstreamStatus = Mutex<[String: CoreMetrics.Counter]>([:])
+    /// By HTTP status, `nil` for an exchange that got no answer: keyed by
+    /// the number, so an exchange costs no label text and no string hash.
+    private let upstreamStatus = Mutex<[Int?: CoreMetrics.Counter]>([:])
     private let process: ProcessMetrics
     private let connectionsOpen: Prometheus.Gauge
     private let connectionsRejected: Prometheus.Counter
@@ -97,10 +99,13 @@ public final class GatewayMetrics: Sendable {
         rpcDurations[method].recordNanoseconds(duration.nanoseconds)
     }
 
-    func recordUpstream(status: String, duration: Duration) {
+    /// One upstream exchange: its HTTP status, or `nil` when it got no
+    /// answer (counted as `status="connection_error"`), and how long it took.
+    func recordUpstream(status: Int?, duration: Duration) {
         let counter = upstreamStatus.withLock { counters in
             if let counter = counters[status] { return counter }
-            let counter = CoreMetrics.Counter(label: "gateway_upstream_requests_total", dimensions: [("status", status)], factory: factory)
+            let label = status.map { String($0) } ?? "connection_error"
+            let counter = CoreMetrics.Counter(label: "gateway_upstream_requests_total", dimensions: [("status", label)], factory: factory)
             counters[status] = counter
             return counter
         }

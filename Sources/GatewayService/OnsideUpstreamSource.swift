@@ -66,8 +66,8 @@ public struct OnsideUpstreamSource: ProductSource {
         let started = ContinuousClock.now
         client.get(path: path, headers: headers, leaseDeadline: request.deadline) { [self] outcome in
             switch outcome {
-            case .success(let response): metrics.recordUpstream(status: "\(response.status)", duration: ContinuousClock.now - started)
-            case .failure: metrics.recordUpstream(status: "connection_error", duration: ContinuousClock.now - started)
+            case .success(let response): metrics.recordUpstream(status: response.status, duration: ContinuousClock.now - started)
+            case .failure: metrics.recordUpstream(status: nil, duration: ContinuousClock.now - started)
             }
             switch UpstreamResponseClassifier.classify(outcome) {
             case .success(let page):
@@ -129,18 +129,36 @@ enum UpstreamRequestPath {
     }
 
     private static func appendPercentEncoded(_ text: String, to bytes: inout [UInt8]) {
-        let hex: StaticString = "0123456789ABCDEF"
-        for byte in text.utf8 {
-            switch byte {
-            case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"),
-                 UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "-"), UInt8(ascii: "."),
-                 UInt8(ascii: "_"), UInt8(ascii: "~"):
-                bytes.append(byte)
-            default:
-                bytes.append(UInt8(ascii: "%"))
-                bytes.append(hex.utf8Start[Int(byte >> 4)])
-                bytes.append(hex.utf8Start[Int(byte & 0xF)])
+        var text = text
+        text.withUTF8 { utf8 in
+            // Identifiers are usually unreserved characters only: checked,
+            // then copied in one append instead of byte by byte.
+            guard utf8.contains(where: { !isUnreserved($0) }) else {
+                bytes.append(contentsOf: utf8)
+                return
             }
+            let hex: StaticString = "0123456789ABCDEF"
+            for byte in utf8 {
+                if isUnreserved(byte) {
+                    bytes.append(byte)
+                } else {
+                    bytes.append(UInt8(ascii: "%"))
+                    bytes.append(hex.utf8Start[Int(byte >> 4)])
+                    bytes.append(hex.utf8Start[Int(byte & 0xF)])
+                }
+            }
+        }
+    }
+
+    /// RFC 3986 unreserved: `ALPHA / DIGIT / "-" / "." / "_" / "~"`.
+    private static func isUnreserved(_ byte: UInt8) -> Bool {
+        switch byte {
+        case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"),
+             UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "-"), UInt8(ascii: "."),
+             UInt8(ascii: "_"), UInt8(ascii: "~"):
+            true
+        default:
+            false
         }
     }
 }
