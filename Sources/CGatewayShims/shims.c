@@ -26,6 +26,10 @@ void gw_bufferevent_write_soon(struct bufferevent *bev) {
     event_active(&bev->ev_write, EV_WRITE, 1);
 }
 
+void gw_bufferevent_read_soon(struct bufferevent *bev) {
+    event_active(&bev->ev_read, EV_READ, 1);
+}
+
 int gw_ssl_set_sni_host_name(SSL *ssl, const char *host_name) {
     return (int)SSL_set_tlsext_host_name(ssl, host_name);
 }

@@ -25,6 +25,8 @@ final class HTTPSConnection: @unchecked Sendable {
     /// The pool state machine's name for it.
     let id: Int
     private var bufferevent: OpaquePointer?
+    /// The connection's `SSL`, owned by `bufferevent` (freed with it).
+    private let ssl: OpaquePointer
     private var timerEvent: OpaquePointer?
     private var parser: HTTPResponseParser
     /// The caller of the exchange in progress; `nil` when idle.
@@ -40,6 +42,12 @@ final class HTTPSConnection: @unchecked Sendable {
         let configuration = pool.configuration
         self.parser = HTTPResponseParser(limits: .init(maxBodyBytes: configuration.maxResponseBytes))
         let ssl = try configuration.tls.makeSSL(host: configuration.host)
+        // Read-ahead takes a TLS record's header and body (and any records
+        // after them) in one read, where OpenSSL otherwise reads the 5-byte
+        // header alone first: one system call less per answer. `readable()`
+        // then drains what it leaves buffered (libevent 2.1 does not).
+        SSL_set_read_ahead(ssl, 1)
+        self.ssl = ssl
         guard let bev = bufferevent_openssl_socket_new(
             pool.loop.base, -1, ssl, BUFFEREVENT_SSL_CONNECTING, Int32(BEV_OPT_CLOSE_ON_FREE.rawValue)
         ) else {
@@ -140,11 +148,14 @@ final class HTTPSConnection: @unchecked Sendable {
             evbuffer_drain(input, consumed)
             switch event {
             case .needMore where consumed == 0:
+                readBufferedRecords(bev)
                 return
             case .needMore:
                 continue
             case .response(let response):
-                let reusable = response.keepAlive && evbuffer_get_length(input) == 0
+                // Bytes after the answer, read or still in OpenSSL's buffer,
+                // put the connection out of step.
+                let reusable = response.keepAlive && evbuffer_get_length(input) == 0 && SSL_has_pending(ssl) == 0
                 if !reusable { isClosed = true }
                 completedExchanges += 1
                 finish(.success(HTTPClientResponse(status: response.status, headers: response.headers, body: response.body)))
@@ -155,6 +166,14 @@ final class HTTPSConnection: @unchecked Sendable {
                 return
             }
         }
+        readBufferedRecords(bev)
+    }
+
+    /// With the answer still incomplete, has libevent read the TLS records
+    /// that read-ahead left in OpenSSL's buffer: the socket will not report
+    /// them, as they already left it.
+    private func readBufferedRecords(_ bev: OpaquePointer) {
+        if SSL_has_pending(ssl) != 0 { gw_bufferevent_read_soon(bev) }
     }
 
     fileprivate func event(_ what: Int16) {

@@ -222,6 +222,23 @@ struct UpstreamErrorTests {
         }
     }
 
+    /// The test upstream writes an answer's head and body as TLS records
+    /// of their own, sent together; read-ahead takes both off the socket in
+    /// one read, and the body OpenSSL keeps buffered is read at once, not
+    /// after the exchange's deadline (the socket never reports it again),
+    /// which would fail the call with no retry left. So is a large answer of
+    /// many records.
+    @Test(arguments: [nil, MockUpstreamFault.oversized(bytes: 200_000, chunked: true)])
+    func anAnswerOfSeveralTLSRecordsSentAtOnceIsReadWithoutWaiting(fault: MockUpstreamFault?) async throws {
+        let environment = ["UPSTREAM_MAX_BODY_BYTES": "262144", "UPSTREAM_TIMEOUT_MS": "5000", "UPSTREAM_RETRIES": "0"]
+        try await UpstreamScenario.run(environment: environment) { upstream, gateway in
+            if let fault { upstream.upstream.enqueue(fault) }
+            let answer = try await gateway.fetchProducts(["premium_monthly"])
+            #expect(answer.productIDs == ["premium_monthly"], "\(answer.body)")
+            #expect(upstream.upstream.requests.count == 1)
+        }
+    }
+
     @Test func theCallsOwnDeadlineIsCancelled() async throws {
         try await UpstreamScenario.run(environment: ["GATEWAY_REQUEST_TIMEOUT_MS": "300", "UPSTREAM_TIMEOUT_MS": "10000"]) { upstream, gateway in
             upstream.upstream.setStandingFault(.delay(milliseconds: 2000))

@@ -41,6 +41,16 @@ void gw_ssl_ctx_harden(struct ssl_ctx_st *ctx);
  */
 void gw_bufferevent_write_soon(struct bufferevent *bev);
 
+/*
+ * Runs a connected OpenSSL bufferevent's read event in this loop turn, as if
+ * its socket had reported readable. With OpenSSL's read-ahead on, one read
+ * can take several TLS records off the socket, and libevent 2.1 only asks
+ * SSL_pending (the rest of the record being read) before it stops reading:
+ * a second record left in OpenSSL's buffer would wait for bytes that may
+ * never come. Its owner calls this when SSL_has_pending says so.
+ */
+void gw_bufferevent_read_soon(struct bufferevent *bev);
+
 /* Header list iteration: evkeyval's TAILQ members are anonymous structs. */
 struct evkeyval *gw_headers_first(struct evkeyvalq *headers);
 struct evkeyval *gw_headers_next(struct evkeyval *header);
