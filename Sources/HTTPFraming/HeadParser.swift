@@ -226,14 +226,13 @@ enum ASCII {
 
     /// tchar (RFC 9110 section 5.6.2): ``!#$%&'*+-.^_`|~``, digits and letters.
     static func isTokenByte(_ byte: UInt8) -> Bool {
-        tokenTable[Int(byte)]
-    }
-
-    private static let tokenTable: [Bool] = (0..<256).map { value in
-        let byte = UInt8(value)
+        // Two 64-bit masks of the tchars, bit n for byte n and for byte
+        // 64 + n: constants, where a `static let` table cost a `swift_once`
+        // call and a bounds check for every byte of every header name.
         switch byte {
-        case 0x30...0x39, 0x41...0x5A, 0x61...0x7A: return true
-        default: return Array("!#$%&'*+-.^_`|~".utf8).contains(byte)
+        case 0..<64: (0x03FF_6CFA_0000_0000 as UInt64) >> UInt64(byte) & 1 != 0
+        case 64..<128: (0x57FF_FFFF_C7FF_FFFE as UInt64) >> UInt64(byte - 64) & 1 != 0
+        default: false
         }
     }
 
