@@ -82,15 +82,26 @@ ensure_environment() {
     fi
 }
 
-# Release build of both binaries (BENCH_SKIP_BUILD=1 reuses the last one).
+# The image's build (Dockerfile): release, the Swift standard library linked
+# in statically. Its own scratch path, so that it never rebuilds (or is
+# rebuilt by) the default `swift build -c release`.
+RELEASE_FLAGS=(-c release --static-swift-stdlib --scratch-path "$REPO_DIR/.build/image")
+
+# The allocator settings the image runs the gateway with (its
+# `ENV GLIBC_TUNABLES`), read from the Dockerfile so that every bench
+# measures the gateway as it ships.
+IMAGE_GLIBC_TUNABLES=$(sed -n 's/^[[:space:]]*GLIBC_TUNABLES=\([^[:space:]]*\).*/\1/p' "$REPO_DIR/Dockerfile")
+
+# Release build of both binaries, as the image builds them
+# (BENCH_SKIP_BUILD=1 reuses the last one).
 build_release() {
     cd "$REPO_DIR" || exit 1
     if [ "${BENCH_SKIP_BUILD:-0}" != 1 ]; then
-        log "building release binaries (swift build -c release)"
-        swift build -c release --product products-gateway >&2 || die "build of products-gateway failed"
-        swift build -c release --product mock-upstream >&2 || die "build of mock-upstream failed"
+        log "building release binaries (swift build ${RELEASE_FLAGS[*]})"
+        swift build "${RELEASE_FLAGS[@]}" --product products-gateway >&2 || die "build of products-gateway failed"
+        swift build "${RELEASE_FLAGS[@]}" --product mock-upstream >&2 || die "build of mock-upstream failed"
     fi
-    BIN_DIR=$(swift build -c release --show-bin-path)
+    BIN_DIR=$(swift build "${RELEASE_FLAGS[@]}" --show-bin-path)
     GATEWAY_BIN="$BIN_DIR/products-gateway"
     MOCK_BIN="$BIN_DIR/mock-upstream"
     [ -x "$GATEWAY_BIN" ] && [ -x "$MOCK_BIN" ] || die "release binaries not found in $BIN_DIR"
@@ -326,6 +337,7 @@ start_gateway() {
     start_bg "$name" "$SERVER_CPUS" env -i PATH="$PATH" HOME="${HOME:-/root}" \
         GATEWAY_LISTEN="127.0.0.1:$port" \
         GATEWAY_WORKERS="$GATEWAY_WORKERS" \
+        GLIBC_TUNABLES="$IMAGE_GLIBC_TUNABLES" \
         ONSIDE_UPSTREAM_URL="https://127.0.0.1:$upstream_port" \
         ONSIDE_APP_ID=bench \
         ONSIDE_CA_FILE="$CA_FILE" \
