@@ -92,6 +92,18 @@ RELEASE_FLAGS=(-c release --static-swift-stdlib --scratch-path "$REPO_DIR/.build
 # measures the gateway as it ships.
 IMAGE_GLIBC_TUNABLES=$(sed -n 's/^[[:space:]]*GLIBC_TUNABLES=\([^[:space:]]*\).*/\1/p' "$REPO_DIR/Dockerfile")
 
+# The pod's memory limit in the Kubernetes manifest, in KiB (the batch
+# scenario's peak RSS is held against it): the first `memory:` after
+# `limits:`, in Mi or Gi.
+MANIFEST_MEMORY_LIMIT_KB=$(awk '
+    /^[[:space:]]*limits:/ { in_limits = 1; next }
+    in_limits && /^[[:space:]]*memory:/ {
+        value = $2; gsub(/"/, "", value)
+        if (value ~ /Mi$/) { print (value + 0) * 1024; exit }
+        if (value ~ /Gi$/) { print (value + 0) * 1048576; exit }
+    }' "$REPO_DIR/deploy/kubernetes/deployment.yaml")
+MANIFEST_MEMORY_LIMIT_KB=${MANIFEST_MEMORY_LIMIT_KB:-0}
+
 # Release build of both binaries, as the image builds them
 # (BENCH_SKIP_BUILD=1 reuses the last one).
 build_release() {

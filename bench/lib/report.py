@@ -112,6 +112,7 @@ def main():
         allocs.setdefault(r["instance"], {})[str(r["conns"])] = r
     herd = next((r for r in records if r["kind"] == "herd"), None)
     herd_replicas = next((r for r in records if r["kind"] == "herd_replicas"), None)
+    batch = next((r for r in records if r["kind"] == "batch"), None)
 
     ratios = []
     for name, num, den, metric, which, op, target in RATIOS:
@@ -228,11 +229,24 @@ def main():
             f"{max((c.get('last_answer_ms') or 0) for c in clients)} ms")
         out(f"      upstream calls: {via_metrics} (replicas' /metrics), {served if served is not None else '?'} "
             f"(upstream's own count) -> {'PASS' if herd_replicas['pass'] else 'FAIL'} (target: 1 upstream call)")
+    if batch:
+        good = [r for r in batch["runs"] if r]
+        errors = sum(sum(r["errors"].values()) for r in good) + (len(batch["runs"]) - len(good))
+        rps = median([r["rps"] for r in good]) if good else None
+        p99 = median([r["p99_us"] for r in good]) if good else None
+        limit = batch["limit_kb"]
+        batch["errors"] = errors
+        batch["pass"] = bool(good) and errors == 0 and 0 < batch["vmhwm_kb"] <= limit
+        out(f"batch: {batch['conns']} connections, each sending {batch['request_bytes']}-byte batches of "
+            f"{batch['calls_per_batch']} calls x {batch['ids_per_call']} known ids ({batch['answer_bytes']}-byte answers, from memory): "
+            f"{rate(rps)} batches/s, p99 {latency(p99)}, {errors} errors")
+        out(f"      peak RSS {megabytes(batch['vmhwm_kb'])}, at the end {megabytes(batch['vmrss_kb'])} -> "
+            f"{'PASS' if batch['pass'] else 'FAIL'} (target: under the manifest's limit, {megabytes(limit)}, with no error)")
     table = "\n".join(lines)
     print(table)
 
     result = {"meta": meta, "scenarios": scenarios, "ratios": ratios, "gateway_instances": gateways,
-              "allocations": allocs, "herd": herd, "herd_replicas": herd_replicas}
+              "allocations": allocs, "herd": herd, "herd_replicas": herd_replicas, "batch": batch}
     with open(out_path, "w") as f:
         json.dump(result, f, indent=2)
         f.write("\n")
