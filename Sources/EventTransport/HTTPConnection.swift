@@ -37,8 +37,15 @@ final class HTTPConnection: @unchecked Sendable {
     private var parser: HTTPRequestParser
     /// Bytes read past the end of the request being answered (pipelining).
     private var leftover: [UInt8] = []
-    private var outbox: [UInt8] = []
-    private var outboxSent = 0
+    /// An answer the socket did not take at once: what is left of its head
+    /// (a copy: the head buffer is reused), its body (shared with the
+    /// response, not copied: a batch's answer can be megabytes), how much
+    /// of the body is written, and what the response asked to be kept until
+    /// then.
+    private var outboxHead: [UInt8] = []
+    private var outboxBody: [UInt8] = []
+    private var outboxBodySent = 0
+    private var outboxHeld: (any AnyObject & Sendable)?
     /// Which request an answer belongs to; a late answer to an earlier one
     /// (the connection closed and was reused by no one) is dropped.
     private var serial: UInt64 = 0
@@ -170,7 +177,7 @@ final class HTTPConnection: @unchecked Sendable {
     private func respondOnLoop(serial: UInt64, with response: HTTPResponse) {
         guard phase == .responding, serial == self.serial else { return }
         let close = !keepAlive || front.server.isDraining || Self.asksToClose(response.headers)
-        write(status: response.status, headers: response.headers, body: response.body, close: close || closeAfterAnswer)
+        write(status: response.status, headers: response.headers, body: response.body, close: close || closeAfterAnswer, held: response.heldUntilWritten)
     }
 
     private static func asksToClose(_ headers: HTTPHeaders) -> Bool {
@@ -206,7 +213,7 @@ final class HTTPConnection: @unchecked Sendable {
         return body
     }
 
-    private func write(status: Int, headers: HTTPHeaders, body: [UInt8], close: Bool) {
+    private func write(status: Int, headers: HTTPHeaders, body: [UInt8], close: Bool, held: (any AnyObject & Sendable)? = nil) {
         closeAfterAnswer = close
         let bodyless = status == 204 || status == 304 || status < 200
         var head = front.takeHeadBuffer()
@@ -238,16 +245,11 @@ final class HTTPConnection: @unchecked Sendable {
         }
         // The socket took part of it: keep the rest until it is writable.
         let sent = max(0, written)
-        outbox = []
-        outbox.reserveCapacity(total - sent)
-        if sent < head.count {
-            outbox.append(contentsOf: head[sent...])
-            if sendsBody { outbox.append(contentsOf: body) }
-        } else {
-            outbox.append(contentsOf: body[(sent - head.count)...])
-        }
+        outboxHead = sent < head.count ? Array(head[sent...]) : []
+        outboxBody = sendsBody ? body : []
+        outboxBodySent = max(0, sent - head.count)
+        outboxHeld = held
         front.returnHeadBuffer(head)
-        outboxSent = 0
         phase = .writing
         guard watch(writeEvent, "event_add(write)") else { return }
         arm(.write, after: front.configuration.idleTimeout)
@@ -255,16 +257,25 @@ final class HTTPConnection: @unchecked Sendable {
 
     fileprivate func writable() {
         guard phase == .writing else { return }
-        let written = outbox.withUnsafeBytes { bytes in
-            gw_write2(fd, bytes.baseAddress! + outboxSent, bytes.count - outboxSent, nil, 0)
+        let written = outboxHead.withUnsafeBytes { head in
+            outboxBody.withUnsafeBytes { body in
+                let rest = body.count - outboxBodySent
+                return gw_write2(fd, head.baseAddress, head.count, rest > 0 ? body.baseAddress! + outboxBodySent : nil, rest)
+            }
         }
         if written == -Int(EAGAIN) { return }
         guard written > 0 else { close(); return }
-        outboxSent += written
-        guard outboxSent == outbox.count else { return }
+        if written < outboxHead.count {
+            outboxHead.removeFirst(written)
+            return
+        }
+        outboxBodySent += written - outboxHead.count
+        outboxHead = []
+        guard outboxBodySent == outboxBody.count else { return }
         guard unwatch(writeEvent, "event_del(write)") else { return }
-        outbox = []
-        outboxSent = 0
+        outboxBody = []
+        outboxBodySent = 0
+        outboxHeld = nil
         answerWritten()
     }
 
@@ -390,7 +401,9 @@ final class HTTPConnection: @unchecked Sendable {
         timerEvent = nil
         _ = Glibc.close(fd)
         leftover = []
-        outbox = []
+        outboxHead = []
+        outboxBody = []
+        outboxHeld = nil
         front.connectionClosed(self)
     }
 }

@@ -40,11 +40,17 @@ public struct HTTPResponse: Sendable {
     public var status: Int
     public var headers: HTTPHeaders
     public var body: [UInt8]
+    /// Kept by the connection until the answer's last byte is written to
+    /// the socket, or the connection closes; then let go. Its release tells
+    /// its owner that the answer no longer holds memory (the gateway's
+    /// turn for a batch).
+    public var heldUntilWritten: (any AnyObject & Sendable)?
 
-    public init(status: Int, headers: HTTPHeaders = [:], body: [UInt8] = []) {
+    public init(status: Int, headers: HTTPHeaders = [:], body: [UInt8] = [], heldUntilWritten: (any AnyObject & Sendable)? = nil) {
         self.status = status
         self.headers = headers
         self.body = body
+        self.heldUntilWritten = heldUntilWritten
     }
 }
 

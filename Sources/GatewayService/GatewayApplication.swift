@@ -117,6 +117,7 @@ public final class GatewayApplication: Service {
             readiness: readiness,
             metrics: metrics,
             openAPIDocument: OpenAPIDocument.bytes,
+            batchTurns: BatchTurns(concurrency: configuration.batchConcurrency) { change in metrics.recordBatchesWaiting(change) },
             logger: logger
         )
         let front = HTTPFront(

@@ -23,6 +23,8 @@ public struct GatewayConfiguration: Sendable {
     public var defaultCountry: CountryCode?
     public var maxIdentifiers: Int
     public var maxBatch: Int
+    /// `GATEWAY_BATCH_CONCURRENCY`: batches answered at once (``BatchTurns``).
+    public var batchConcurrency: Int
     public var maxBodyBytes: Int
     public var requestTimeoutMS: Int
     /// `GATEWAY_READ_TIMEOUT_MS`: from a request's first byte to its last.
@@ -111,6 +113,7 @@ public struct GatewayConfiguration: Sendable {
             defaultCountry: defaultCountry,
             maxIdentifiers: try source.integer(.maxIDs, in: 1...10_000, default: 100),
             maxBatch: try source.integer(.maxBatch, in: 1...1_000, default: 50),
+            batchConcurrency: try source.integer(.batchConcurrency, in: 1...10_000, default: 16),
             maxBodyBytes: try source.integer(.maxBodyBytes, in: 256...(64 << 20), default: 65536),
             requestTimeoutMS: try source.integer(.requestTimeoutMS, in: 1...600_000, default: 5000),
             readTimeoutMS: try source.integer(.readTimeoutMS, in: 1...3_600_000, default: 10_000),
@@ -147,6 +150,7 @@ public struct GatewayConfiguration: Sendable {
             ("GATEWAY_DEFAULT_COUNTRY", defaultCountry?.text ?? "<unset>"),
             ("GATEWAY_MAX_IDS", "\(maxIdentifiers)"),
             ("GATEWAY_MAX_BATCH", "\(maxBatch)"),
+            ("GATEWAY_BATCH_CONCURRENCY", "\(batchConcurrency)"),
             ("GATEWAY_MAX_BODY_BYTES", "\(maxBodyBytes)"),
             ("GATEWAY_REQUEST_TIMEOUT_MS", "\(requestTimeoutMS)"),
             ("GATEWAY_READ_TIMEOUT_MS", "\(readTimeoutMS)"),

@@ -14,9 +14,11 @@ final class GatewayHTTPHandler: Sendable {
     /// `/rpc` requests from the moment they are accepted until their answer
     /// is handed to the loop; graceful shutdown waits for none to be left.
     let calls = InFlightCounter()
+    private let batchTurns: BatchTurns
 
-    init(rpc: JSONRPCServer<RPCCallContext>, authenticator: APIKeyAuthenticator, readiness: ReadinessState, metrics: GatewayMetrics, openAPIDocument: [UInt8], logger: Logger) {
+    init(rpc: JSONRPCServer<RPCCallContext>, authenticator: APIKeyAuthenticator, readiness: ReadinessState, metrics: GatewayMetrics, openAPIDocument: [UInt8], batchTurns: BatchTurns, logger: Logger) {
         self.rpc = rpc
+        self.batchTurns = batchTurns
         self.authenticator = authenticator
         self.readiness = readiness
         self.metrics = metrics
@@ -97,7 +99,12 @@ final class GatewayHTTPHandler: Sendable {
             calls.enter()
             responder.send { [self, headers] in
                 defer { calls.leave() }
-                return Self.response(await pending.finish(), headers: headers)
+                // A batch is answered in its turn, and keeps it until its
+                // answer is written (GATEWAY_BATCH_CONCURRENCY, BatchTurns).
+                let turn = pending.isBatch ? await batchTurns.begin() : nil
+                var response = Self.response(await pending.finish(), headers: headers)
+                response.heldUntilWritten = turn
+                return response
             }
         }
     }

@@ -20,6 +20,7 @@ public final class GatewayMetrics: Sendable {
     private let rpcDurations: [Metrics.Timer]
     private let upstreamDuration: Metrics.Timer
     private let upstreamInflight: Meter
+    private let batchesWaiting: Meter
     private let coalesced: CoreMetrics.Counter
     private let cacheHits: CoreMetrics.Counter
     private let cacheBytes: CoreMetrics.Gauge
@@ -72,6 +73,7 @@ public final class GatewayMetrics: Sendable {
         }
         upstreamDuration = Metrics.Timer(label: "gateway_upstream_duration_seconds", factory: factory)
         upstreamInflight = Meter(label: "gateway_upstream_inflight", factory: factory)
+        batchesWaiting = Meter(label: "gateway_batches_waiting", factory: factory)
         coalesced = CoreMetrics.Counter(label: "gateway_coalesced_identifiers_total", factory: factory)
         cacheHits = CoreMetrics.Counter(label: "gateway_cache_hits_total", factory: factory)
         cacheBytes = CoreMetrics.Gauge(label: "gateway_cache_bytes", factory: factory)
@@ -115,6 +117,10 @@ public final class GatewayMetrics: Sendable {
 
     func upstreamStarted() { upstreamInflight.increment() }
     func upstreamEnded() { upstreamInflight.decrement() }
+    /// A batch began (+1) or ended (-1) waiting for its turn (`GATEWAY_BATCH_CONCURRENCY`).
+    func recordBatchesWaiting(_ change: Int) {
+        if change > 0 { batchesWaiting.increment(by: Double(change)) } else { batchesWaiting.decrement(by: Double(-change)) }
+    }
     func recordCoalesced(_ count: Int) { if count > 0 { coalesced.increment(by: count) } }
     func recordCacheHits(_ count: Int) { if count > 0 { cacheHits.increment(by: count) } }
     /// The bytes the memory cache holds now (an atomic store).

@@ -78,6 +78,13 @@ public struct JSONRPCServer<Context: Sendable>: Sendable {
         fileprivate let document: JSONValue
         fileprivate let context: Context
 
+        /// Whether the body is a batch (an array): its answer can be
+        /// `maxBatchSize` results, where a single call's is one.
+        public var isBatch: Bool {
+            if case .array = document { return true }
+            return false
+        }
+
         public func finish() async -> JSONRPCReply {
             await server.handle(document: document, context: context)
         }

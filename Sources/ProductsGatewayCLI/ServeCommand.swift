@@ -44,6 +44,9 @@ struct ServeCommand: AsyncParsableCommand {
     @Option(name: .customLong(ConfigurationVariable.maxBatch.flag), help: Self.help(.maxBatch, "Most requests in one JSON-RPC batch."))
     var maxBatch: String?
 
+    @Option(name: .customLong(ConfigurationVariable.batchConcurrency.flag), help: Self.help(.batchConcurrency, "Most batch requests answered at once, each until its answer is written; more wait their turn."))
+    var batchConcurrency: String?
+
     @Option(name: .customLong(ConfigurationVariable.maxBodyBytes.flag), help: Self.help(.maxBodyBytes, "Largest request body."))
     var maxBodyBytes: String?
 
@@ -124,6 +127,7 @@ struct ServeCommand: AsyncParsableCommand {
             (.defaultCountry, defaultCountry),
             (.maxIDs, maxIDs),
             (.maxBatch, maxBatch),
+            (.batchConcurrency, batchConcurrency),
             (.maxBodyBytes, maxBodyBytes),
             (.requestTimeoutMS, requestTimeoutMS),
             (.readTimeoutMS, readTimeoutMS),

@@ -1,7 +1,21 @@
 import EventTransport
 import Foundation
 import Logging
+import Synchronization
 import Testing
+
+/// Counts how many ``HeldToken``s have been let go.
+final class ReleaseCount: Sendable {
+    let value = Atomic<Int>(0)
+    var current: Int { value.load(ordering: .acquiring) }
+}
+
+/// What a response asks its connection to hold until it is written.
+final class HeldToken: Sendable {
+    private let count: ReleaseCount
+    init(_ count: ReleaseCount) { self.count = count }
+    deinit { count.value.add(1, ordering: .releasing) }
+}
 
 /// A real ``HTTPServer`` on a free port, answering:
 /// - `/echo`: `200` with `METHOD path bodyLength`;
@@ -9,16 +23,20 @@ import Testing
 /// - `/deferred`: `first` from another thread, then `second` (ignored);
 /// - `/deferred-drop`: a deferred responder dropped unsent;
 /// - `/slow`: `slow`, after 200 ms;
-/// - `/big`: after 200 ms, an 8 MiB body.
+/// - `/big`: after 200 ms, an 8 MiB body;
+/// - `/held`: a 32 MiB body (more than the socket buffers take) with a
+///   ``HeldToken`` to keep until it is written.
 final class ServerUnderTest: Sendable {
     let group: EventLoopGroup
     let server: HTTPServer
     let port: Int
+    let heldReleases = ReleaseCount()
 
     init(_ configure: (inout HTTPServerConfiguration) -> Void = { _ in }) throws {
         var configuration = HTTPServerConfiguration(host: "127.0.0.1", port: 0)
         configure(&configuration)
         group = try EventLoopGroup(count: 1, namePrefix: "http-test")
+        let heldReleases = self.heldReleases
         server = HTTPServer(group: group, configuration: configuration, logger: Logger(label: "http-test")) { request, responder in
             switch request.path {
             case "/drop":
@@ -43,6 +61,8 @@ final class ServerUnderTest: Sendable {
                     await loop.sleep(for: .milliseconds(200))
                     return HTTPResponse(status: 200, body: [UInt8](repeating: 0x61, count: 8 << 20))
                 }
+            case "/held":
+                responder.send(HTTPResponse(status: 200, body: [UInt8](repeating: 0x61, count: 32 << 20), heldUntilWritten: HeldToken(heldReleases)))
             default:
                 responder.send(HTTPResponse(status: 200, headers: ["Content-Type": "text/plain"], body: Array("\(request.method) \(request.path) \(request.body.count)".utf8)))
             }
@@ -224,6 +244,58 @@ func statusLine(of response: String) -> String {
         let next = try RawSocket(port: subject.port)
         next.send("GET /echo HTTP/1.1\r\nHost: a\r\n\r\n")
         #expect(next.readResponses(1).map(body(of:)) == ["GET /echo 0"])
+    }
+
+    /// An answer larger than the socket takes at once is written whole from
+    /// the response's own bytes, and what the response asked to be held is
+    /// let go once the last byte is written, not before.
+    @Test func whatAnAnswerHoldsIsLetGoOnceItsLastByteIsWritten() async throws {
+        let subject = try ServerUnderTest()
+        defer { subject.stop() }
+        let socket = try RawSocket(port: subject.port)
+        socket.send("GET /held HTTP/1.1\r\nHost: a\r\n\r\n")
+        var received: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 1 << 16)
+        var headEnd: Int?
+        while headEnd == nil {
+            let count = buffer.withUnsafeMutableBytes { recv(socket.fd, $0.baseAddress, $0.count, 0) }
+            try #require(count > 0)
+            received += buffer[..<count]
+            headEnd = received.firstRange(of: Array("\r\n\r\n".utf8))?.upperBound
+        }
+        let head = String(decoding: received[..<headEnd!], as: UTF8.self)
+        #expect(head.hasPrefix("HTTP/1.1 200 OK\r\n"))
+        #expect(head.contains("Content-Length: 33554432\r\n"))
+        // 32 MiB do not fit the socket buffers: the answer is still being written.
+        #expect(subject.heldReleases.current == 0)
+        var bodyBytes = received.count - headEnd!
+        var allA = received[headEnd!...].allSatisfy { $0 == 0x61 }
+        while bodyBytes < 32 << 20 {
+            let count = buffer.withUnsafeMutableBytes { recv(socket.fd, $0.baseAddress, $0.count, 0) }
+            try #require(count > 0)
+            bodyBytes += count
+            allA = allA && buffer[..<count].allSatisfy { $0 == 0x61 }
+        }
+        #expect(bodyBytes == 32 << 20)
+        #expect(allA)
+        #expect(await eventually { subject.heldReleases.current == 1 })
+        socket.send("GET /echo HTTP/1.1\r\nHost: a\r\n\r\n")
+        #expect(socket.readResponses(1).map(body(of:)) == ["GET /echo 0"])
+    }
+
+    @Test func whatAnAnswerHoldsIsLetGoWhenTheClientHangsUpMidAnswer() async throws {
+        let subject = try ServerUnderTest()
+        defer { subject.stop() }
+        do {
+            let socket = try RawSocket(port: subject.port)
+            socket.send("GET /held HTTP/1.1\r\nHost: a\r\n\r\n")
+            var start = [UInt8](repeating: 0, count: 100)
+            _ = start.withUnsafeMutableBytes { recv(socket.fd, $0.baseAddress, $0.count, 0) }
+            #expect(String(decoding: start.prefix(15), as: UTF8.self) == "HTTP/1.1 200 OK")
+            #expect(subject.heldReleases.current == 0)
+        } // closed here, with most of the 32 MiB unread
+        #expect(await eventually { subject.heldReleases.current == 1 })
+        #expect(await eventually { subject.server.openConnections == 0 })
     }
 
     @Test func aResponderDroppedWithoutAnsweringAnswers500() async throws {

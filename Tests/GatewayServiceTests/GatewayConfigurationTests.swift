@@ -43,6 +43,7 @@ struct GatewayConfigurationTests {
         #expect(configuration.defaultCountry == nil)
         #expect(configuration.maxIdentifiers == 100)
         #expect(configuration.maxBatch == 50)
+        #expect(configuration.batchConcurrency == 16)
         #expect(configuration.maxBodyBytes == 65536)
         #expect(configuration.requestTimeoutMS == 5000)
         #expect(configuration.readTimeoutMS == 10_000)
@@ -88,6 +89,7 @@ struct GatewayConfigurationTests {
             "UPSTREAM_TIMEOUT_MS": "300",
             "UPSTREAM_MAX_IDS": "10",
             "UPSTREAM_CONCURRENCY": "4",
+            "GATEWAY_BATCH_CONCURRENCY": "3",
             "UPSTREAM_RETRIES": "0",
             "GATEWAY_CACHE_MAX_TTL_S": "0",
             "GATEWAY_CACHE_MAX_BYTES": "1048576",
@@ -111,6 +113,7 @@ struct GatewayConfigurationTests {
         #expect(configuration.upstreamTimeoutMS == 300)
         #expect(configuration.upstreamMaxIDs == 10)
         #expect(configuration.upstreamConcurrency == 4)
+        #expect(configuration.batchConcurrency == 3)
         #expect(configuration.upstreamRetries == 0)
         #expect(configuration.cacheMaxTTLSeconds == 0)
         #expect(configuration.cacheMaxBytes == 1_048_576)
@@ -186,6 +189,8 @@ struct GatewayConfigurationTests {
         ("UPSTREAM_TIMEOUT_MS", "soon"),
         ("UPSTREAM_MAX_IDS", "0"),
         ("UPSTREAM_CONCURRENCY", "0"),
+        ("GATEWAY_BATCH_CONCURRENCY", "0"),
+        ("GATEWAY_BATCH_CONCURRENCY", "10001"),
         ("UPSTREAM_RETRIES", "11"),
         ("UPSTREAM_RETRIES", "-1"),
         ("UPSTREAM_MAX_BODY_BYTES", "0"),

@@ -1,0 +1,80 @@
+@testable import GatewayService
+import Synchronization
+import Testing
+
+/// ``BatchTurns`` with real tasks and no clock: who gets a turn, in which
+/// order, and when a turn ends.
+@Suite("BatchTurns")
+struct BatchTurnsTests {
+    /// Holds turns in stored properties, whose lifetimes the compiler does
+    /// not shorten: a turn ends exactly when the test lets it go.
+    final class Held: @unchecked Sendable {
+        var turns: [String: BatchTurns.Turn] = [:]
+    }
+
+    /// The order in which waiting batches got their turn.
+    final class Order: Sendable {
+        private let names = Mutex<[String]>([])
+        func append(_ name: String) { names.withLock { $0.append(name) } }
+        var all: [String] { names.withLock { $0 } }
+    }
+
+    /// Until `turns` has `count` batches waiting (each waiter's task has
+    /// reached its wait); no clock, but a bound, so a broken gate fails
+    /// instead of hanging.
+    private func untilWaiting(_ turns: BatchTurns, _ count: Int) async throws {
+        for _ in 0..<1_000_000 where turns.waiting != count { await Task.yield() }
+        try #require(turns.waiting == count)
+    }
+
+    @Test func batchesPastTheConcurrencyWaitUntilATurnEndsThenGoInArrivalOrder() async throws {
+        let changes = Mutex<[Int]>([])
+        let turns = BatchTurns(concurrency: 2) { change in changes.withLock { $0.append(change) } }
+        let held = Held()
+        held.turns["a"] = await turns.begin()
+        held.turns["b"] = await turns.begin()
+        #expect(turns.waiting == 0)
+        let order = Order()
+        let third = Task {
+            let turn = await turns.begin()
+            order.append("c")
+            return turn
+        }
+        try await untilWaiting(turns, 1)
+        let fourth = Task {
+            let turn = await turns.begin()
+            order.append("d")
+            return turn
+        }
+        try await untilWaiting(turns, 2)
+        #expect(order.all.isEmpty)
+        #expect(changes.withLock { $0 } == [1, 1])
+
+        held.turns["a"] = nil // the first batch's answer is written
+        held.turns["c"] = await third.value
+        #expect(order.all == ["c"])
+        #expect(turns.waiting == 1)
+
+        held.turns["b"] = nil
+        held.turns["d"] = await fourth.value
+        #expect(order.all == ["c", "d"])
+        #expect(turns.waiting == 0)
+        #expect(changes.withLock { $0 } == [1, 1, -1, -1])
+    }
+
+    @Test func anEndedTurnWithNoOneWaitingIsFreeForTheNextBatch() async throws {
+        let turns = BatchTurns(concurrency: 1)
+        let held = Held()
+        for _ in 0..<3 {
+            held.turns["a"] = await turns.begin()
+            #expect(turns.waiting == 0)
+            held.turns["a"] = nil
+        }
+        held.turns["a"] = await turns.begin()
+        let next = Task { await turns.begin() }
+        try await untilWaiting(turns, 1)
+        held.turns["a"] = nil
+        held.turns["b"] = await next.value
+        #expect(turns.waiting == 0)
+    }
+}

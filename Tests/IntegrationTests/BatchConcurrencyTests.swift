@@ -1,0 +1,47 @@
+import JSONRPC
+import Testing
+
+/// `GATEWAY_BATCH_CONCURRENCY`: batches are answered in turns, so the
+/// memory their answers hold follows the setting, not the connections;
+/// single calls never wait for a turn.
+@Suite("Batch turns")
+struct BatchConcurrencyTests {
+    /// With one turn: a batch held up by the upstream keeps it, the next
+    /// batch waits (`gateway_batches_waiting` 1) without reaching the
+    /// upstream, a single call meanwhile is answered at once, and the
+    /// waiting batch is answered in full once the first has been.
+    @Test func aBatchWaitsForTheTurnOfTheOneBeforeItButASingleCallDoesNot() async throws {
+        let environment = ["GATEWAY_BATCH_CONCURRENCY": "1", "UPSTREAM_RETRIES": "0", "UPSTREAM_TIMEOUT_MS": "3000"]
+        try await UpstreamScenario.run(environment: environment) { upstream, gateway in
+            #expect(try await gateway.metricValue("gateway_batches_waiting") == 0)
+            upstream.upstream.enqueue(.hang)
+            async let first = gateway.rpc("[" + UpstreamScenario.request(["premium_monthly"], id: 1) + "]")
+            try await UpstreamScenario.waitFor("the first batch's upstream request") { upstream.upstream.requests.count == 1 }
+
+            async let second = gateway.rpc("[" + UpstreamScenario.request(["coins_100", "unknown_x"], id: 2) + "]")
+            try await UpstreamScenario.waitFor("the second batch to wait for its turn") {
+                (try? await gateway.metricValue("gateway_batches_waiting")) == 1
+            }
+            let single = try await gateway.fetchProducts(["remove_ads"])
+            #expect(single.productIDs == ["remove_ads"])
+            #expect(try await gateway.metricValue("gateway_batches_waiting") == 1)
+            // The waiting batch has asked the upstream nothing yet.
+            #expect(upstream.upstream.requestCount(for: "coins_100") == 0)
+            #expect(upstream.upstream.requests.count == 2)
+
+            let firstAnswers = try #require(try parseJSON(try await first.body).arrayValue)
+            #expect(firstAnswers.count == 1)
+            #expect(firstAnswers.first?["id"] == 1)
+            #expect(firstAnswers.first?["error"]?["data"]?["reason"] == "connectionError")
+
+            let secondAnswers = try #require(try parseJSON(try await second.body).arrayValue)
+            #expect(secondAnswers.count == 1)
+            #expect(secondAnswers.first?["id"] == 2)
+            let products = secondAnswers.first?["result"]?["products"]?.arrayValue ?? []
+            #expect(products.compactMap { $0["productIdentifier"]?.stringValue } == ["coins_100"])
+            #expect(secondAnswers.first?["result"]?["invalidProductIdentifiers"] == ["unknown_x"])
+            #expect(upstream.upstream.requestCount(for: "coins_100") == 1)
+            #expect(try await gateway.metricValue("gateway_batches_waiting") == 0)
+        }
+    }
+}
