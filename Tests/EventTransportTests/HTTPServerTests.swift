@@ -85,6 +85,18 @@ func eventually(_ condition: () -> Bool) async -> Bool {
     return condition()
 }
 
+/// Sends `GET path` on a new connection, reads the answer's first bytes,
+/// runs `whileOpen`, and hangs up with the rest unread. Returns the start
+/// of the status line.
+func hangUpMidAnswer(_ path: String, port: Int, whileOpen: () -> Void = {}) throws -> String {
+    let socket = try RawSocket(port: port)
+    socket.send("GET \(path) HTTP/1.1\r\nHost: a\r\n\r\n")
+    var start = [UInt8](repeating: 0, count: 100)
+    _ = start.withUnsafeMutableBytes { recv(socket.fd, $0.baseAddress, $0.count, 0) }
+    withExtendedLifetime(socket) { whileOpen() }
+    return String(decoding: start.prefix(15), as: UTF8.self)
+}
+
 func body(of response: String) -> String {
     guard let range = response.range(of: "\r\n\r\n") else { return "" }
     return String(response[range.upperBound...])
@@ -233,13 +245,8 @@ func statusLine(of response: String) -> String {
     @Test func aClientThatHangsUpMidAnswerLeavesTheServerServing() async throws {
         let subject = try ServerUnderTest()
         defer { subject.stop() }
-        do {
-            let socket = try RawSocket(port: subject.port)
-            socket.send("GET /big HTTP/1.1\r\nHost: a\r\n\r\n")
-            var start = [UInt8](repeating: 0, count: 100)
-            _ = start.withUnsafeMutableBytes { recv(socket.fd, $0.baseAddress, $0.count, 0) }
-            #expect(String(decoding: start.prefix(15), as: UTF8.self) == "HTTP/1.1 200 OK")
-        } // closed here, with most of the 8 MiB unread
+        // Most of the 8 MiB unread.
+        #expect(try hangUpMidAnswer("/big", port: subject.port) == "HTTP/1.1 200 OK")
         #expect(await eventually { subject.server.openConnections == 0 })
         let next = try RawSocket(port: subject.port)
         next.send("GET /echo HTTP/1.1\r\nHost: a\r\n\r\n")
@@ -286,14 +293,11 @@ func statusLine(of response: String) -> String {
     @Test func whatAnAnswerHoldsIsLetGoWhenTheClientHangsUpMidAnswer() async throws {
         let subject = try ServerUnderTest()
         defer { subject.stop() }
-        do {
-            let socket = try RawSocket(port: subject.port)
-            socket.send("GET /held HTTP/1.1\r\nHost: a\r\n\r\n")
-            var start = [UInt8](repeating: 0, count: 100)
-            _ = start.withUnsafeMutableBytes { recv(socket.fd, $0.baseAddress, $0.count, 0) }
-            #expect(String(decoding: start.prefix(15), as: UTF8.self) == "HTTP/1.1 200 OK")
+        // Most of the 32 MiB unread.
+        let status = try hangUpMidAnswer("/held", port: subject.port) {
             #expect(subject.heldReleases.current == 0)
-        } // closed here, with most of the 32 MiB unread
+        }
+        #expect(status == "HTTP/1.1 200 OK")
         #expect(await eventually { subject.heldReleases.current == 1 })
         #expect(await eventually { subject.server.openConnections == 0 })
     }
