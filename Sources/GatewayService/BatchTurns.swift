@@ -47,7 +47,8 @@ final class BatchTurns: Sendable {
     /// - Parameters:
     ///   - concurrency: Batches answered at once (at least 1).
     ///   - waitingChanged: Told +1 when a batch starts to wait, -1 when it
-    ///     gets its turn (the `gateway_batches_waiting` gauge).
+    ///     gets its turn (the `gateway_batches_waiting` gauge); called under
+    ///     the lock, so the two never arrive out of order. It must be quick.
     init(concurrency: Int, waitingChanged: @escaping @Sendable (Int) -> Void = { _ in }) {
         precondition(concurrency >= 1, "a batch concurrency below 1 would never answer a batch")
         state = Mutex(State(free: concurrency))
@@ -76,13 +77,10 @@ final class BatchTurns: Sendable {
                     return true
                 }
                 state.waiting.append(continuation)
+                waitingChanged(1)
                 return false
             }
-            if now {
-                continuation.resume()
-            } else {
-                waitingChanged(1)
-            }
+            if now { continuation.resume() }
         }
         return Turn(self)
     }
@@ -96,6 +94,7 @@ final class BatchTurns: Sendable {
             }
             let next = state.waiting[state.head]
             state.head += 1
+            waitingChanged(-1)
             // Forget the served prefix once it is most of the array, so the
             // queue's memory follows the batches waiting, not all that ever did.
             if state.head == state.waiting.count {
@@ -107,9 +106,6 @@ final class BatchTurns: Sendable {
             }
             return next
         }
-        if let next {
-            waitingChanged(-1)
-            next.resume()
-        }
+        next?.resume()
     }
 }
