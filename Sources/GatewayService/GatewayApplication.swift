@@ -205,7 +205,7 @@ public final class GatewayApplication: Service {
     /// `products.fetch`, bound to the service.
     private static func productsFetchMethod(service: ProductsFetchService) -> JSONRPCServer<RPCCallContext>.Method {
         { request, context in
-            await service.fetch(params: request.params, requestID: context.requestID, logger: context.logger)
+            await service.fetch(params: request.params, requestID: context.requestID, arrived: context.arrived, logger: context.logger)
         }
     }
 

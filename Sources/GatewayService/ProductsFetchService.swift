@@ -58,14 +58,17 @@ public final class ProductsFetchService: Sendable {
     }
 
     /// Runs one call. Never throws: every failure is a JSON-RPC error.
-    public func fetch(params: JSONRPCParams?, requestID: String, logger: @autoclosure () -> Logger) async -> Result<JSONValue, JSONRPCError> {
+    /// - Parameter arrived: When the call's request arrived: its deadline
+    ///   (`GATEWAY_REQUEST_TIMEOUT_MS`) counts from there, so time a batch
+    ///   spent waiting for its turn is part of it.
+    public func fetch(params: JSONRPCParams?, requestID: String, arrived: ContinuousClock.Instant = .now, logger: @autoclosure () -> Logger) async -> Result<JSONValue, JSONRPCError> {
         let parsed: FetchProductsParams
         let region: ResolvedRegion
         switch validate(params, requestID: requestID) {
         case .failure(let error): return .failure(error)
         case .success(let valid): (parsed, region) = valid
         }
-        var call = begin(parsed, region: region, requestID: requestID)
+        var call = begin(parsed, region: region, requestID: requestID, arrived: arrived)
         var missing = call.missing
         if !missing.isEmpty, let sharedTier {
             if let found = await sharedTier.lookup(scope: call.scope, identifiers: missing) {
@@ -172,14 +175,14 @@ public final class ProductsFetchService: Sendable {
     /// A valid call after its memory lookup: fresh entries answer, and
     /// `stale-while-revalidate` ones answer and are refreshed in the
     /// background.
-    private func begin(_ params: FetchProductsParams, region: ResolvedRegion, requestID: String) -> CallInProgress {
+    private func begin(_ params: FetchProductsParams, region: ResolvedRegion, requestID: String, arrived: ContinuousClock.Instant? = nil) -> CallInProgress {
         let started = ContinuousClock.now
         var call = CallInProgress(
             identifiers: params.productIdentifiers,
             scope: FetchScope(appID: settings.appID, country: region.countryCode, language: params.language),
             region: region,
             requestID: requestID,
-            deadline: started + settings.requestTimeout
+            deadline: (arrived ?? started) + settings.requestTimeout
         )
         var stale: [String] = []
         let hits = cache.lookup(scope: call.scope, identifiers: call.identifiers, now: started, into: &call.answers, revalidating: &stale)
@@ -195,6 +198,8 @@ public final class ProductsFetchService: Sendable {
     /// fetch until the call's deadline, and gives the call's `result`.
     private func fetchMissing(_ missing: [String], for call: inout CallInProgress) async -> Result<EncodedJSON, ProductsFetchFailure> {
         guard !missing.isEmpty else { return .success(call.result) }
+        // A batch that waited for its turn past the deadline starts no fetch.
+        guard ContinuousClock.now < call.deadline else { return .failure(deadlineFailure) }
         let claim = coalescer.claim(scope: call.scope, identifiers: missing, chunkSize: settings.upstreamMaxIDs)
         metrics.recordCoalesced(claim.joinedIdentifierCount)
         for fetch in claim.started { start(fetch, requestID: call.requestID, deadline: call.deadline) }

@@ -4,6 +4,9 @@ import Logging
 public struct RPCCallContext: Sendable {
     /// The `X-Request-Id`, sent upstream and put in `error.data.requestId`.
     public let requestID: String
+    /// When the HTTP request was handed to the engine: its calls' deadlines
+    /// count from here (a batch may wait for its turn first).
+    public let arrived: ContinuousClock.Instant
     private let baseLogger: Logger
 
     /// A logger with `requestId` metadata; made when asked for, since most
@@ -20,8 +23,9 @@ public struct RPCCallContext: Sendable {
 
     /// A context for the calls of one HTTP request; public so that a
     /// benchmark or a test can drive the engine in process.
-    public init(requestID: String, logger: Logger) {
+    public init(requestID: String, logger: Logger, arrived: ContinuousClock.Instant = .now) {
         self.requestID = requestID
+        self.arrived = arrived
         self.baseLogger = logger
     }
 }
