@@ -2,8 +2,8 @@ import Foundation
 import JSONRPC
 import Testing
 
-/// JSONTestSuite's parsing cases (`../shared/corpus/jsontestsuite/`, beside
-/// the package, or `JSONTESTSUITE_DIR`): every `y_` document must parse,
+/// JSONTestSuite's parsing cases (`Tests/Fixtures/jsontestsuite/`, MIT, a
+/// copy kept in the repository, or `JSONTESTSUITE_DIR`): every `y_` document must parse,
 /// every `n_` document must be refused, and every `i_` document must be
 /// either, without crashing. The parser is the gateway's front door for
 /// every body, so these are its contract with RFC 8259.
@@ -15,7 +15,7 @@ struct JSONTestSuiteTests {
         }
         let packageRoot = URL(fileURLWithPath: #filePath)
             .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-        return packageRoot.deletingLastPathComponent().appendingPathComponent("shared/corpus/jsontestsuite")
+        return packageRoot.appendingPathComponent("Tests/Fixtures/jsontestsuite")
     }()
 
     static func cases(_ prefix: String) -> [String] {

@@ -137,7 +137,7 @@ struct UpstreamBodyDifferentialTests {
         }
         let packageRoot = URL(fileURLWithPath: #filePath)
             .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-        return packageRoot.deletingLastPathComponent().appendingPathComponent("shared/corpus/jsontestsuite")
+        return packageRoot.appendingPathComponent("Tests/Fixtures/jsontestsuite")
     }()
 
     /// Every document of the corpus, by name.

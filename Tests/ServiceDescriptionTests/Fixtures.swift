@@ -2,7 +2,7 @@ import Foundation
 import JSONRPC
 import ServiceDescription
 
-/// Files of the project and of the shared contract, found from this file's
+/// Files of the project and its test fixtures, found from this file's
 /// place in the package.
 enum Fixtures {
     /// The package root (where `Package.swift` is).
@@ -26,12 +26,12 @@ enum Fixtures {
         ])
     }
 
-    /// The OpenRPC meta-schema beside the contract
-    /// (`../shared/spec/openrpc/meta-schema.json`), or the file named by
+    /// The OpenRPC meta-schema (`Tests/Fixtures/openrpc/meta-schema.json`, a
+    /// copy kept in the repository with its licence), or the file named by
     /// `OPENRPC_META_SCHEMA`.
     static func metaSchema() throws -> JSONValue {
         let path = ProcessInfo.processInfo.environment["OPENRPC_META_SCHEMA"]
-            ?? packageRoot.deletingLastPathComponent().appendingPathComponent("shared/spec/openrpc/meta-schema.json").path
+            ?? packageRoot.appendingPathComponent("Tests/Fixtures/openrpc/meta-schema.json").path
         return try JSONParser.parse(Array(try Data(contentsOf: URL(fileURLWithPath: path))))
     }
 }
