@@ -94,7 +94,9 @@ public final class GatewayApplication: Service {
                 cacheMaxTTLSeconds: configuration.cacheMaxTTLSeconds,
                 regionResolver: RegionResolver(configuredDefault: configuration.defaultCountry, systemLocale: configuration.systemLocale),
                 cacheMaxBytes: configuration.cacheMaxBytes,
-                cacheMaxStaleSeconds: configuration.cacheMaxStaleSeconds
+                cacheMaxStaleSeconds: configuration.cacheMaxStaleSeconds,
+                waitingFor: configuration.upstream == nil ? nil
+                    : "the upstream had not answered (each attempt may take UPSTREAM_TIMEOUT_MS=\(configuration.upstreamTimeoutMS) ms, with UPSTREAM_RETRIES=\(configuration.upstreamRetries))"
             ),
             // With the shared tier, a fetch claims its identifiers across
             // replicas and stores what it may keep in Redis.
@@ -145,15 +147,26 @@ public final class GatewayApplication: Service {
     @discardableResult
     public func start() throws -> Int {
         LibeventLog.route(to: logger)
+        if configuration.upstream != nil, configuration.apiToken == nil {
+            logger.warning("ONSIDE_UPSTREAM_URL is set but no token is (ONSIDE_API_TOKEN or ONSIDE_API_TOKEN_FILE): upstream calls go without Authorization, and an upstream that needs one answers 401 (internalError)")
+        }
         if descriptors.maxConnections < configuration.maxConnections {
             logger.warning("the open-file limit allows fewer client connections than GATEWAY_MAX_CONNECTIONS; past them, connections are refused with 503", metadata: [
-                "openFileLimit": "\(descriptors.openFileLimit)",
-                "GATEWAY_MAX_CONNECTIONS": "\(configuration.maxConnections)",
-                "maxConnections": "\(descriptors.maxConnections)",
-                "reservedDescriptors": "\(descriptors.reserved)",
+                "openFileLimit": .stringConvertible(descriptors.openFileLimit),
+                "GATEWAY_MAX_CONNECTIONS": .stringConvertible(configuration.maxConnections),
+                "maxConnections": .stringConvertible(descriptors.maxConnections),
+                "reservedDescriptors": .stringConvertible(descriptors.reserved),
             ])
         }
-        return try front.start()
+        do {
+            return try front.start()
+        } catch {
+            // Binding is the one thing starting the front can fail at.
+            throw ConfigurationError(
+                variable: ConfigurationVariable.listen.rawValue,
+                message: "cannot listen on \(configuration.listenHost):\(configuration.listenPort): \(error)"
+            )
+        }
     }
 
     /// Serves until the group running it shuts down, then drains:
@@ -177,7 +190,7 @@ public final class GatewayApplication: Service {
         if !answered {
             let inFlight = front.callsInFlight
             if inFlight > 0 {
-                logger.warning("shutdown grace over; cancelling calls in flight", metadata: ["inFlight": "\(inFlight)"])
+                logger.warning("shutdown grace over; cancelling calls in flight", metadata: ["inFlight": .stringConvertible(inFlight)])
             }
             upstream.cancelWaiting()
             await front.waitForCalls(cancellable: false)
@@ -223,10 +236,10 @@ public final class GatewayApplication: Service {
             var metadata: Logger.Metadata = [
                 "method": "\(method.prefix(64))",
                 "outcome": "\(outcome)",
-                "durationMs": "\(record.duration.milliseconds)",
+                "durationMs": .stringConvertible(record.duration.milliseconds),
             ]
-            if case .failure(let error) = record.outcome { metadata["code"] = "\(error.code)" }
-            if record.isNotification { metadata["notification"] = "true" }
+            if case .failure(let error) = record.outcome { metadata["code"] = .stringConvertible(error.code) }
+            if record.isNotification { metadata["notification"] = .stringConvertible(true) }
             context.logger.info("rpc call", metadata: metadata)
         }
     }

@@ -1,37 +1,38 @@
-import CoreMetrics
-import Metrics
 import Prometheus
 import Synchronization
 
-/// The series of the contract's metrics table, on swift-metrics with a
-/// Prometheus registry of the gateway's own (so two gateways in one test
-/// process never share counts).
+/// The series of the contract's metrics table, on a Prometheus registry of
+/// the gateway's own (so two gateways in one test process never share
+/// counts). Every family is registered here with its `# HELP` text, once.
 ///
 /// Handles for the RPC outcome counters are created up front, so the hot
 /// path does no registry lookup; each handle records with atomics.
 public final class GatewayMetrics: Sendable {
     /// The registry `/metrics` renders.
     public let registry: PrometheusCollectorRegistry
-    private let factory: PrometheusMetricsFactory
     /// By position in ``methods``, then in ``outcomes``: found by a short
     /// scan of small strings on every call, where dictionaries would hash.
-    private let rpcRequests: [[CoreMetrics.Counter]]
+    private let rpcRequests: [[Prometheus.Counter]]
     /// By position in ``methods``.
-    private let rpcDurations: [Metrics.Timer]
-    private let upstreamDuration: Metrics.Timer
-    private let upstreamInflight: Meter
-    private let batchesWaiting: Meter
-    private let coalesced: CoreMetrics.Counter
-    private let cacheHits: CoreMetrics.Counter
-    private let cacheBytes: CoreMetrics.Gauge
-    private let cacheEvictions: CoreMetrics.Counter
-    private let staleIdentifiers: CoreMetrics.Counter
-    private let sharedHits: CoreMetrics.Counter
-    private let sharedErrors: CoreMetrics.Counter
-    private let sharedConnections: Meter
+    private let rpcDurations: [DurationHistogram]
+    private let upstreamDuration: DurationHistogram
+    private let upstreamInflight: Prometheus.Gauge
+    private let batchesWaiting: Prometheus.Gauge
+    private let coalesced: Prometheus.Counter
+    private let cacheHits: Prometheus.Counter
+    private let cacheBytes: Prometheus.Gauge
+    private let cacheEvictions: Prometheus.Counter
+    private let staleIdentifiers: Prometheus.Counter
+    private let sharedHits: Prometheus.Counter
+    private let sharedErrors: Prometheus.Counter
+    private let sharedConnections: Prometheus.Gauge
+    private let sharedPasswordRefused: Prometheus.Gauge
+    /// The loops whose last Redis connection attempt had its password
+    /// refused: the gauge is 1 while any has.
+    private let passwordRefusedLoops = Mutex<Set<String>>([])
     /// By HTTP status, `nil` for an exchange that got no answer: keyed by
     /// the number, so an exchange costs no label text and no string hash.
-    private let upstreamStatus = Mutex<[Int?: CoreMetrics.Counter]>([:])
+    private let upstreamStatus = Mutex<[Int?: Prometheus.Counter]>([:])
     private let process: ProcessMetrics
     private let connectionsOpen: Prometheus.Gauge
     private let connectionsRejected: Prometheus.Counter
@@ -52,40 +53,54 @@ public final class GatewayMetrics: Sendable {
         "parseError", "gatewayError",
     ]
 
+    /// Latency buckets of both duration histograms, in seconds on the wire.
+    static let latencyBuckets: [Duration] = [
+        .milliseconds(1), .milliseconds(2), .milliseconds(5), .milliseconds(10), .milliseconds(25),
+        .milliseconds(50), .milliseconds(100), .milliseconds(250), .milliseconds(500),
+        .seconds(1), .milliseconds(2500), .seconds(5), .seconds(10),
+    ]
+
     public init() {
         let registry = PrometheusCollectorRegistry()
-        var factory = PrometheusMetricsFactory(registry: registry)
-        let latencyBuckets: [Duration] = [
-            .milliseconds(1), .milliseconds(2), .milliseconds(5), .milliseconds(10), .milliseconds(25),
-            .milliseconds(50), .milliseconds(100), .milliseconds(250), .milliseconds(500),
-            .seconds(1), .milliseconds(2500), .seconds(5), .seconds(10),
-        ]
-        factory.defaultDurationHistogramBuckets = latencyBuckets
         self.registry = registry
-        self.factory = factory
+        let requests = Self.family("gateway_rpc_requests_total", "JSON-RPC calls answered, by method and outcome (ok, or the error's data.reason).")
         rpcRequests = Self.methods.map { method in
             Self.outcomes.map { outcome in
-                CoreMetrics.Counter(label: "gateway_rpc_requests_total", dimensions: [("method", method), ("outcome", outcome)], factory: factory)
+                registry.makeCounter(descriptor: requests, labels: [("method", method), ("outcome", outcome)])
             }
         }
+        let durations = Self.family("gateway_rpc_duration_seconds", "Time from a JSON-RPC call's start to its answer, by method.")
         rpcDurations = Self.methods.map { method in
-            Metrics.Timer(label: "gateway_rpc_duration_seconds", dimensions: [("method", method)], factory: factory)
+            registry.makeDurationHistogram(descriptor: durations, labels: [("method", method)], buckets: Self.latencyBuckets)
         }
-        upstreamDuration = Metrics.Timer(label: "gateway_upstream_duration_seconds", factory: factory)
-        upstreamInflight = Meter(label: "gateway_upstream_inflight", factory: factory)
-        batchesWaiting = Meter(label: "gateway_batches_waiting", factory: factory)
-        coalesced = CoreMetrics.Counter(label: "gateway_coalesced_identifiers_total", factory: factory)
-        cacheHits = CoreMetrics.Counter(label: "gateway_cache_hits_total", factory: factory)
-        cacheBytes = CoreMetrics.Gauge(label: "gateway_cache_bytes", factory: factory)
-        cacheBytes.record(0)
-        cacheEvictions = CoreMetrics.Counter(label: "gateway_cache_evictions_total", factory: factory)
-        staleIdentifiers = CoreMetrics.Counter(label: "gateway_stale_identifiers_total", factory: factory)
-        sharedHits = CoreMetrics.Counter(label: "gateway_shared_cache_hits_total", factory: factory)
-        sharedErrors = CoreMetrics.Counter(label: "gateway_shared_cache_errors_total", factory: factory)
-        sharedConnections = Meter(label: "gateway_shared_tier_connections", factory: factory)
+        upstreamDuration = registry.makeDurationHistogram(
+            descriptor: Self.family("gateway_upstream_duration_seconds", "Time of one upstream exchange, connecting included, whatever its outcome."),
+            buckets: Self.latencyBuckets
+        )
+        upstreamInflight = registry.makeGauge(descriptor: Self.family("gateway_upstream_inflight", "Upstream calls in flight now (at most UPSTREAM_CONCURRENCY)."))
+        batchesWaiting = registry.makeGauge(descriptor: Self.family("gateway_batches_waiting", "JSON-RPC batches waiting for their turn (GATEWAY_BATCH_CONCURRENCY)."))
+        coalesced = registry.makeCounter(descriptor: Self.family("gateway_coalesced_identifiers_total", "Identifiers answered by joining an upstream fetch already in flight."))
+        cacheHits = registry.makeCounter(descriptor: Self.family("gateway_cache_hits_total", "Identifiers answered from the memory cache."))
+        cacheBytes = registry.makeGauge(descriptor: Self.family("gateway_cache_bytes", "Bytes the memory cache holds now (entries and keys)."))
+        cacheBytes.set(to: 0)
+        cacheEvictions = registry.makeCounter(descriptor: Self.family("gateway_cache_evictions_total", "Memory cache entries evicted to stay within GATEWAY_CACHE_MAX_BYTES."))
+        staleIdentifiers = registry.makeCounter(descriptor: Self.family("gateway_stale_identifiers_total", "Identifiers answered from a stale entry (stale-if-error, stale-while-revalidate)."))
+        sharedHits = registry.makeCounter(descriptor: Self.family("gateway_shared_cache_hits_total", "Identifiers answered from the shared tier (Redis)."))
+        sharedErrors = registry.makeCounter(descriptor: Self.family("gateway_shared_cache_errors_total", "Redis commands that failed, timed out or returned what does not parse."))
+        sharedConnections = registry.makeGauge(descriptor: Self.family("gateway_shared_tier_connections", "Redis connections ready now (one per event loop when the shared tier is healthy)."))
+        sharedPasswordRefused = registry.makeGauge(descriptor: Self.family(
+            "gateway_shared_tier_password_refused", "1 while Redis refuses the gateway's password (AUTH): the shared tier is off until it is fixed."
+        ))
         process = ProcessMetrics(registry: registry)
-        connectionsOpen = registry.makeGauge(name: "gateway_connections_open", help: "Client connections open now.")
-        connectionsRejected = registry.makeCounter(name: "gateway_connections_rejected_total", help: "Connections closed at once because GATEWAY_MAX_CONNECTIONS were open.")
+        connectionsOpen = registry.makeGauge(descriptor: Self.family("gateway_connections_open", "Client connections open now."))
+        connectionsRejected = registry.makeCounter(descriptor: Self.family(
+            "gateway_connections_rejected_total", "Connections closed at once because GATEWAY_MAX_CONNECTIONS were open."
+        ))
+    }
+
+    /// A family's full name and its `# HELP` text.
+    static func family(_ name: String, _ help: String) -> MetricNameDescriptor {
+        MetricNameDescriptor(metricName: name, unitName: "", helpText: help)
     }
 
     /// Where `gateway_connections_open` and `gateway_connections_rejected_total` come from.
@@ -98,7 +113,7 @@ public final class GatewayMetrics: Sendable {
         let method = Self.methods.firstIndex(of: method) ?? Self.methods.count - 1
         let outcome = Self.outcomes.firstIndex(of: outcome) ?? Self.outcomes.count - 1
         rpcRequests[method][outcome].increment()
-        rpcDurations[method].recordNanoseconds(duration.nanoseconds)
+        rpcDurations[method].record(duration)
     }
 
     /// One upstream exchange: its HTTP status, or `nil` when it got no
@@ -107,37 +122,48 @@ public final class GatewayMetrics: Sendable {
         let counter = upstreamStatus.withLock { counters in
             if let counter = counters[status] { return counter }
             let label = status.map { String($0) } ?? "connection_error"
-            let counter = CoreMetrics.Counter(label: "gateway_upstream_requests_total", dimensions: [("status", label)], factory: factory)
+            let counter = registry.makeCounter(descriptor: Self.upstreamRequests, labels: [("status", label)])
             counters[status] = counter
             return counter
         }
         counter.increment()
-        upstreamDuration.recordNanoseconds(duration.nanoseconds)
+        upstreamDuration.record(duration)
     }
+
+    static var upstreamRequests: MetricNameDescriptor { family("gateway_upstream_requests_total", "Upstream exchanges, by HTTP status (or connection_error when none came).") }
 
     func upstreamStarted() { upstreamInflight.increment() }
     func upstreamEnded() { upstreamInflight.decrement() }
     /// A batch began (+1) or ended (-1) waiting for its turn (`GATEWAY_BATCH_CONCURRENCY`).
     func recordBatchesWaiting(_ change: Int) {
-        if change > 0 { batchesWaiting.increment(by: Double(change)) } else { batchesWaiting.decrement(by: Double(-change)) }
+        batchesWaiting.increment(by: Double(change))
     }
-    func recordCoalesced(_ count: Int) { if count > 0 { coalesced.increment(by: count) } }
-    func recordCacheHits(_ count: Int) { if count > 0 { cacheHits.increment(by: count) } }
+    func recordCoalesced(_ count: Int) { if count > 0 { coalesced.increment(by: Int64(count)) } }
+    func recordCacheHits(_ count: Int) { if count > 0 { cacheHits.increment(by: Int64(count)) } }
     /// The bytes the memory cache holds now (an atomic store).
-    func recordCacheBytes(_ bytes: Int) { cacheBytes.record(bytes) }
+    func recordCacheBytes(_ bytes: Int) { cacheBytes.set(to: Double(bytes)) }
     /// Entries evicted to stay within `GATEWAY_CACHE_MAX_BYTES`.
-    func recordCacheEvictions(_ count: Int) { if count > 0 { cacheEvictions.increment(by: count) } }
+    func recordCacheEvictions(_ count: Int) { if count > 0 { cacheEvictions.increment(by: Int64(count)) } }
     /// Identifiers answered from a stale entry (`stale-if-error`,
     /// `stale-while-revalidate`); not counted as cache hits.
-    func recordStaleIdentifiers(_ count: Int) { if count > 0 { staleIdentifiers.increment(by: count) } }
+    func recordStaleIdentifiers(_ count: Int) { if count > 0 { staleIdentifiers.increment(by: Int64(count)) } }
     /// Identifiers answered from the shared tier (Redis).
-    func recordSharedHits(_ count: Int) { if count > 0 { sharedHits.increment(by: count) } }
+    func recordSharedHits(_ count: Int) { if count > 0 { sharedHits.increment(by: Int64(count)) } }
     /// Redis commands that failed, timed out, were not sent (no connection
     /// ready) or returned what does not parse.
-    func recordSharedErrors(_ count: Int) { if count > 0 { sharedErrors.increment(by: count) } }
+    func recordSharedErrors(_ count: Int) { if count > 0 { sharedErrors.increment(by: Int64(count)) } }
     /// Redis connections ready now (one per loop when all is well).
     func recordSharedTierConnections(_ change: Int) {
-        if change > 0 { sharedConnections.increment(by: Double(change)) } else { sharedConnections.decrement(by: Double(-change)) }
+        sharedConnections.increment(by: Double(change))
+    }
+
+    /// Whether Redis refused the password on `loop`'s last connection
+    /// attempt: `gateway_shared_tier_password_refused` is 1 while any loop's was.
+    func recordSharedTierPasswordRefused(_ refused: Bool, loop: String) {
+        passwordRefusedLoops.withLock { loops in
+            if refused { loops.insert(loop) } else { loops.remove(loop) }
+            sharedPasswordRefused.set(to: loops.isEmpty ? 0 : 1)
+        }
     }
 
     /// The Prometheus text exposition of every series.
@@ -152,12 +178,5 @@ public final class GatewayMetrics: Sendable {
             }
         }
         return registry.emitToBuffer()
-    }
-}
-
-extension Duration {
-    var nanoseconds: Int64 {
-        let (seconds, attoseconds) = components
-        return seconds * 1_000_000_000 + attoseconds / 1_000_000_000
     }
 }

@@ -10,10 +10,10 @@ struct ProcessMetrics: Sendable {
     private let cpuSeconds: Prometheus.Gauge
 
     init(registry: PrometheusCollectorRegistry) {
-        startTime = registry.makeGauge(name: "process_start_time_seconds", help: "Start time of the process since the Unix epoch, in seconds.")
-        residentMemory = registry.makeGauge(name: "process_resident_memory_bytes", help: "Resident memory size in bytes.")
-        openFileDescriptors = registry.makeGauge(name: "process_open_fds", help: "Number of open file descriptors.")
-        cpuSeconds = registry.makeGauge(name: "process_cpu_seconds_total", help: "User and system CPU time spent, in seconds.")
+        startTime = registry.makeGauge(descriptor: GatewayMetrics.family("process_start_time_seconds", "Start time of the process since the Unix epoch, in seconds."))
+        residentMemory = registry.makeGauge(descriptor: GatewayMetrics.family("process_resident_memory_bytes", "Resident memory size in bytes."))
+        openFileDescriptors = registry.makeGauge(descriptor: GatewayMetrics.family("process_open_fds", "Number of open file descriptors."))
+        cpuSeconds = registry.makeGauge(descriptor: GatewayMetrics.family("process_cpu_seconds_total", "User and system CPU time spent, in seconds."))
         startTime.set(to: Date().timeIntervalSince1970)
     }
 

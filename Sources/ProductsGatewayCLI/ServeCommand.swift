@@ -190,10 +190,12 @@ struct ServeCommand: AsyncParsableCommand {
             logger.critical("cannot start: \(error)")
             throw ExitCode(2)
         } catch {
-            logger.critical("cannot start: invalid GATEWAY_LISTEN (--listen): \(error)")
+            // Not a setting at fault: the event loops (threads, epoll) or
+            // another resource of the process could not be made.
+            logger.critical("cannot start: \(error)")
             throw ExitCode(2)
         }
-        logger.info("listening", metadata: ["address": "\(configuration.listenHost):\(port)", "port": "\(port)"])
+        logger.info("listening", metadata: ["address": "\(configuration.listenHost):\(port)", "port": .stringConvertible(port)])
 
         // The first signal shuts the application down gracefully: it drains,
         // within the grace. Past the grace the group cancels it, and it
@@ -204,7 +206,7 @@ struct ServeCommand: AsyncParsableCommand {
         )
         services.maximumGracefulShutdownDuration = .milliseconds(configuration.shutdownGraceMS)
         let group = ServiceGroup(configuration: services)
-        async let watching: Void = signals.watch(group)
+        async let _: Void = signals.watch(group)
         try await group.run()
         logger.info("stopped")
     }
