@@ -244,35 +244,77 @@ final class HTTPSConnection: @unchecked Sendable {
         }
     }
 
-    /// Why the connection ended with no answer: a failed name lookup or TLS
-    /// handshake, a socket error, or the peer's close.
+    /// Why the connection ended with no answer, in words a person can act
+    /// on: a failed name lookup (DNS), a certificate or TLS handshake
+    /// failure, a refused or reset connection, or the peer's close.
     private func closedError(socketError: Int32) -> HTTPClientError {
         let configuration = pool.configuration
+        let peer = "\(configuration.host):\(configuration.port)"
         if let bev = bufferevent {
             let dnsError = bufferevent_socket_get_dns_error(bev)
             if dnsError != 0 {
-                return HTTPClientError(kind: .connection, message: "cannot resolve \(configuration.host): \(String(cString: evutil_gai_strerror(dnsError)))")
+                return HTTPClientError(kind: .connection, message: "cannot resolve \(configuration.host) (DNS): \(String(cString: evutil_gai_strerror(dnsError)))")
             }
-            if let tls = tlsFailure(bev) { return HTTPClientError(kind: .tls, message: tls) }
+            if let tls = tlsFailure(bev, peer: peer) { return HTTPClientError(kind: .tls, message: tls) }
         }
-        let cause = socketError == 0 ? "connection closed" : String(cString: strerror(socketError))
-        return HTTPClientError(kind: .connection, message: "\(cause) (\(configuration.host):\(configuration.port))")
+        var code = socketError
+        if code == 0, let bev = bufferevent {
+            // libevent has read the socket's error itself by now; a socket
+            // that never got a peer was refused (or could not reach it).
+            let fd = bufferevent_getfd(bev)
+            var pending: Int32 = 0
+            var length = socklen_t(MemoryLayout<Int32>.size)
+            if fd >= 0, getsockopt(fd, SOL_SOCKET, SO_ERROR, &pending, &length) == 0 { code = pending }
+            if code == 0, fd >= 0, !Self.hasPeer(fd) {
+                return HTTPClientError(kind: .connection, message: "cannot connect to \(peer): connection refused, or the host is unreachable")
+            }
+        }
+        return HTTPClientError(kind: .connection, message: Self.socketFailure(code, peer: peer))
+    }
+
+    /// Whether the socket is connected to a peer (`getpeername`).
+    private static func hasPeer(_ fd: Int32) -> Bool {
+        var address = sockaddr_storage()
+        var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
+        return withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getpeername(fd, $0, &length) }
+        } == 0
+    }
+
+    /// A socket error (an `errno`, 0 for a close) in words.
+    static func socketFailure(_ code: Int32, peer: String) -> String {
+        switch code {
+        case 0: "the upstream \(peer) closed the connection before a complete answer"
+        case ECONNREFUSED: "connection refused by \(peer): nothing accepts connections on that port"
+        case ECONNRESET: "connection reset by \(peer)"
+        case EPIPE: "connection to \(peer) broken: the upstream closed it while the request was sent"
+        case ETIMEDOUT: "connecting to \(peer) timed out"
+        case EHOSTUNREACH, ENETUNREACH: "\(peer) is unreachable: \(String(cString: strerror(code)))"
+        default: "connection to \(peer) failed: \(String(cString: strerror(code)))"
+        }
     }
 
     /// Why the connection failed, from OpenSSL's point of view: a failed
-    /// certificate check, or the handshake's error queue.
-    private func tlsFailure(_ bev: OpaquePointer) -> String? {
+    /// certificate check, or the handshake's error queue; nil when OpenSSL
+    /// saw only the socket fail (libevent then queues `SSL_get_error`'s
+    /// small code, such as 5 for `SSL_ERROR_SYSCALL`, which is no OpenSSL
+    /// error and says nothing a person can read: the socket's error does).
+    private func tlsFailure(_ bev: OpaquePointer, peer: String) -> String? {
         if let ssl = bufferevent_openssl_get_ssl(bev) {
             let verify = SSL_get_verify_result(ssl)
             if verify != X509_V_OK {
-                return "certificate verification failed: " + String(cString: X509_verify_cert_error_string(verify))
+                return "certificate verification failed for \(peer): \(String(cString: X509_verify_cert_error_string(verify))) (trusted CAs: the system store, or ONSIDE_CA_FILE)"
             }
         }
         var messages: [String] = []
         while case let code = bufferevent_get_openssl_error(bev), code != 0 {
-            messages.append(OpenSSLErrors.describe(code))
+            // Real OpenSSL errors carry a library number above these bits.
+            guard code >= 0x100 else { continue }
+            let reason = OpenSSLErrors.reason(code)
+            // OpenSSL 3's words for the peer's close mid-handshake.
+            messages.append(reason == "unexpected eof while reading" ? "the upstream closed the connection during the handshake (\(reason))" : reason)
         }
-        return messages.isEmpty ? nil : "TLS failure: " + messages.joined(separator: "; ")
+        return messages.isEmpty ? nil : "TLS handshake with \(peer) failed: " + messages.joined(separator: "; ")
     }
 }
 

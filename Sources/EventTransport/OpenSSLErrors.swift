@@ -21,6 +21,14 @@ enum OpenSSLErrors {
         return String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
     }
 
+    /// The reason of an error code in words (`wrong version number`,
+    /// `sslv3 alert handshake failure`), or its whole line when OpenSSL has
+    /// no reason text for it.
+    static func reason(_ code: UInt) -> String {
+        guard let text = ERR_reason_error_string(code) else { return describe(code) }
+        return String(cString: text)
+    }
+
     static func error(_ call: String) -> TransportError {
         let stack = drain()
         return TransportError(call: call, message: stack.isEmpty ? "failed" : stack.joined(separator: "; "))

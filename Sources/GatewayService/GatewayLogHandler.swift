@@ -42,7 +42,7 @@ public struct GatewayLogHandler: LogHandler {
             }
             sink(JSONValue.object(object).serializedString)
         case .text:
-            let fields = merged.keys.sorted().map { "\(Self.escaped($0))=\(Self.escaped("\(merged[$0]!)"))" }.joined(separator: " ")
+            let fields = merged.keys.sorted().map { "\(Self.escaped($0))=\(Self.textValue("\(merged[$0]!)"))" }.joined(separator: " ")
             sink("\(timestamp) \(event.level.rawValue.uppercased()) \(Self.escaped(event.message.description))\(fields.isEmpty ? "" : " " + fields)")
         }
     }
@@ -67,9 +67,26 @@ public struct GatewayLogHandler: LogHandler {
         return result
     }
 
+    /// A text line's value as written: bare when it is plain, else quoted
+    /// like a JSON string, so a value holding a space, `=` or a quote (a
+    /// method name such as `x outcome=ok`) cannot plant a field of its own.
+    static func textValue(_ text: String) -> String {
+        let plain = !text.isEmpty && text.unicodeScalars.allSatisfy { scalar in
+            scalar != " " && scalar != "=" && scalar != "\"" && scalar != "\\" && scalar.properties.generalCategory != .control
+        }
+        return plain ? text : JSONValue.string(text).serializedString
+    }
+
+    /// Metadata as JSON: numbers and flags recorded as such
+    /// (`.stringConvertible(42)`) are written as JSON numbers and booleans,
+    /// so `durationMs` can be summed without parsing a string.
     private static func json(_ value: Logger.MetadataValue) -> JSONValue {
         switch value {
         case .string(let text): .string(text)
+        case .stringConvertible(let value as Int): .integer(value)
+        case .stringConvertible(let value as Int64): .number(String(value))
+        case .stringConvertible(let value as Bool): .bool(value)
+        case .stringConvertible(let value as Double) where value.isFinite: .number(String(value))
         case .stringConvertible(let value): .string(value.description)
         case .array(let values): .array(values.map(json))
         case .dictionary(let values): .object(JSONObject(values.keys.sorted().map { ($0, json(values[$0]!)) }))

@@ -83,7 +83,7 @@ public struct OnsideUpstreamSource: ProductSource {
                 }
                 logger.debug("upstream attempt failed, retrying", metadata: [
                     "requestId": "\(request.requestID)",
-                    "attempt": "\(attempt + 1)", "reason": "\(failure.reason)", "backoffMs": "\(backoff.milliseconds)",
+                    "attempt": .stringConvertible(attempt + 1), "reason": "\(failure.reason)", "backoffMs": .stringConvertible(backoff.milliseconds),
                 ])
                 LoopSleep.after(backoff) { [self] in
                     self.attempt(attempt + 1, path: path, headers: headers, request: request, completion: completion)
@@ -100,7 +100,10 @@ public struct OnsideUpstreamSource: ProductSource {
 }
 
 extension Duration {
-    var milliseconds: Int64 { nanoseconds / 1_000_000 }
+    var milliseconds: Int64 {
+        let (seconds, attoseconds) = components
+        return seconds * 1_000 + attoseconds / 1_000_000_000_000_000
+    }
 }
 
 /// Builds `{base}/v1/apps/{appId}/products?ids=a,b&country=DE`.

@@ -19,7 +19,13 @@ public final class ProductsFetchService: Sendable {
         /// `GATEWAY_CACHE_MAX_STALE_S`.
         public var cacheMaxStaleSeconds: Int
 
-        public init(appID: String, limits: FetchProductsLimits, requestTimeout: Duration, upstreamMaxIDs: Int, cacheMaxTTLSeconds: Int, regionResolver: RegionResolver, cacheMaxBytes: Int = 33_554_432, cacheMaxStaleSeconds: Int = 300) {
+        /// What a call that misses memory waits for, in words, for the
+        /// message of a call whose deadline passes while it waits
+        /// (the upstream and its timeouts); nil names nothing.
+        public var waitingFor: String?
+
+        public init(appID: String, limits: FetchProductsLimits, requestTimeout: Duration, upstreamMaxIDs: Int, cacheMaxTTLSeconds: Int, regionResolver: RegionResolver, cacheMaxBytes: Int = 33_554_432, cacheMaxStaleSeconds: Int = 300, waitingFor: String? = nil) {
+            self.waitingFor = waitingFor
             self.appID = appID
             self.limits = limits
             self.requestTimeout = requestTimeout
@@ -38,9 +44,13 @@ public final class ProductsFetchService: Sendable {
     private let metrics: GatewayMetrics
     /// The shared tier (Redis), when `GATEWAY_REDIS_URL` is set.
     private let sharedTier: SharedTier?
-    /// What a call whose deadline passes while it waits ends with; worded
-    /// once, not per call.
+    /// What a call whose deadline passed before it could start a fetch (a
+    /// batch's wait for its turn) ends with; worded once, not per call.
     private let deadlineFailure: ProductsFetchFailure
+    /// What a call whose deadline passes while it waits for a fetch ends
+    /// with: it says what it was waiting for, so a hung upstream is told
+    /// apart from a slow caller.
+    private let waitDeadlineFailure: ProductsFetchFailure
 
     public convenience init(settings: Settings, source: any ProductSource, metrics: GatewayMetrics) {
         self.init(settings: settings, source: source, metrics: metrics, sharedTier: nil)
@@ -52,9 +62,9 @@ public final class ProductsFetchService: Sendable {
         self.cache = ResponseCache(maxTTLSeconds: settings.cacheMaxTTLSeconds, maxStaleSeconds: settings.cacheMaxStaleSeconds, maxBytes: settings.cacheMaxBytes, metrics: metrics)
         self.metrics = metrics
         self.sharedTier = sharedTier
-        self.deadlineFailure = .cancelled(
-            detail: "the call's deadline of \(settings.requestTimeout.milliseconds) ms passed (GATEWAY_REQUEST_TIMEOUT_MS)"
-        )
+        let deadline = "the call's deadline of \(settings.requestTimeout.milliseconds) ms passed (GATEWAY_REQUEST_TIMEOUT_MS)"
+        self.deadlineFailure = .cancelled(detail: deadline)
+        self.waitDeadlineFailure = .cancelled(detail: settings.waitingFor.map { "\(deadline): \($0)" } ?? deadline)
     }
 
     /// Runs one call. Never throws: every failure is a JSON-RPC error.
@@ -151,7 +161,14 @@ public final class ProductsFetchService: Sendable {
             // Already JSON: the engine appends these bytes to the response.
             return .success(.encoded(result))
         case .failure(let failure):
-            logger().info("products.fetch failed", metadata: ["reason": "\(failure.reason)", "detail": "\(failure.message)"])
+            // The upstream failing (or hanging) is the operator's to see at
+            // LOG_LEVEL=warning; an identifier it rejected is the caller's.
+            let metadata: Logger.Metadata = ["reason": "\(failure.reason)", "detail": "\(failure.message)"]
+            if case .invalidProductIdentifier = failure {
+                logger().info("products.fetch failed", metadata: metadata)
+            } else {
+                logger().warning("products.fetch failed", metadata: metadata)
+            }
             return .failure(failure.jsonRPCError(requestID: requestID))
         }
     }
@@ -205,7 +222,7 @@ public final class ProductsFetchService: Sendable {
         for fetch in claim.started { start(fetch, requestID: call.requestID, deadline: call.deadline) }
         var failures: [ProductsFetchFailure] = []
         for fetch in claim.fetches {
-            let outcome = await fetch.outcome(until: call.deadline, onDeadline: deadlineFailure)
+            let outcome = await fetch.outcome(until: call.deadline, onDeadline: waitDeadlineFailure)
             if let failure = take(outcome, of: fetch, into: &call) { failures.append(failure) }
         }
         if let failure = ProductsFetchFailure.mostSevere(failures) { return .failure(failure) }
@@ -234,7 +251,7 @@ public final class ProductsFetchService: Sendable {
             if let failure = ProductsFetchFailure.mostSevere(failures) { return completion(.failure(failure)) }
             return completion(.success(call.result))
         }
-        fetch.whenDone(on: loop, until: call.deadline, onDeadline: deadlineFailure) { [self] outcome in
+        fetch.whenDone(on: loop, until: call.deadline, onDeadline: waitDeadlineFailure) { [self] outcome in
             var call = call
             var failures = failures
             if let failure = take(outcome, of: fetch, into: &call) { failures.append(failure) }

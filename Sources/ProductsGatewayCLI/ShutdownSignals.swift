@@ -36,7 +36,7 @@ struct ShutdownSignals {
                 exit(1)
             }
             first = false
-            logger.info("shutting down", metadata: ["signal": "\(signal)", "graceMs": "\(graceMS)"])
+            logger.info("shutting down", metadata: ["signal": "\(signal)", "graceMs": .stringConvertible(graceMS)])
             await group.triggerGracefulShutdown()
         }
     }

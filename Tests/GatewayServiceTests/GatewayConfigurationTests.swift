@@ -371,7 +371,38 @@ struct MessageHygieneTests {
         let line = lines.all.joined()
         #expect(!line.contains("\n"))
         #expect(!line.contains("\u{1b}"))
-        #expect(line.contains(#"method=fake\n2026-01-01T00:00:00.000Z INFO forged"#))
+        #expect(line.contains(#"method="fake\n2026-01-01T00:00:00.000Z INFO forged""#))
+    }
+
+    /// A text value holding a space, `=` or a quote is written quoted: a
+    /// method name cannot plant fields of its own in the line.
+    @Test func textLogValuesCannotPlantFields() {
+        let lines = LockedLines()
+        var handler = GatewayLogHandler(format: .text, level: .info, sink: { lines.append($0) })
+        handler[metadataKey: "method"] = "x outcome=ok requestId=admin-4711"
+        handler[metadataKey: "outcome"] = "invalidRequest"
+        handler[metadataKey: "quote"] = #"a"b\c"#
+        handler[metadataKey: "empty"] = ""
+        handler.log(event: LogEvent(level: .info, message: "call", metadata: nil, source: "test", file: #fileID, function: #function, line: #line))
+        let line = lines.all.joined()
+        let fields = line.split(separator: " ", maxSplits: 3)[3]
+        #expect(fields == #"empty="" method="x outcome=ok requestId=admin-4711" outcome=invalidRequest quote="a\"b\\c""#)
+    }
+
+    /// Numbers and flags given as such are JSON numbers and Booleans in
+    /// JSON lines; text stays text.
+    @Test func jsonLogsWriteNumbersAsNumbers() throws {
+        let lines = LockedLines()
+        var handler = GatewayLogHandler(format: .json, level: .info, sink: { lines.append($0) })
+        handler[metadataKey: "durationMs"] = .stringConvertible(Int64(44))
+        handler[metadataKey: "code"] = .stringConvertible(-32005)
+        handler[metadataKey: "notification"] = .stringConvertible(true)
+        handler[metadataKey: "method"] = "products.fetch"
+        handler[metadataKey: "count"] = "12"
+        handler.log(event: LogEvent(level: .info, message: "rpc call", metadata: nil, source: "test", file: #fileID, function: #function, line: #line))
+        let line = try #require(lines.all.first)
+        let tail = line[try #require(line.range(of: #""msg":"rpc call","#)).upperBound...]
+        #expect(tail == #""code":-32005,"count":"12","durationMs":44,"method":"products.fetch","notification":true}"#)
     }
 }
 

@@ -105,9 +105,9 @@ import Testing
         let gateway = try await GatewayProcess.start(upstream.gatewayEnvironment(["GATEWAY_WORKERS": "2"]), openFileLimit: 256)
         let warning = try #require(gateway.jsonLines.first { $0["msg"]?.stringValue?.hasPrefix("the open-file limit allows fewer") == true })
         // 256 - (64 upstream + 32 + 4 x 2 workers)
-        #expect(warning["maxConnections"] == "152")
-        #expect(warning["reservedDescriptors"] == "104")
-        #expect(warning["GATEWAY_MAX_CONNECTIONS"] == "1024")
+        #expect(warning["maxConnections"] == 152)
+        #expect(warning["reservedDescriptors"] == 104)
+        #expect(warning["GATEWAY_MAX_CONNECTIONS"] == 1024)
 
         let kept = try TestHTTPConnection(port: gateway.port)
         #expect(try await kept.request("GET", "/healthz", contentType: nil).status == 200)

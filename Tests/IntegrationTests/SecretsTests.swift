@@ -93,7 +93,7 @@ import Testing
             #expect(object["GATEWAY_API_KEYS"]?.stringValue?.contains("redacted") == true)
         } else {
             #expect(summary.contains("ONSIDE_API_TOKEN=<redacted>"))
-            #expect(summary.contains("GATEWAY_API_KEYS=<2 redacted>"))
+            #expect(summary.contains(#"GATEWAY_API_KEYS="<2 redacted>""#))
         }
     }
 

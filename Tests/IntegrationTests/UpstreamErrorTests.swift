@@ -112,7 +112,32 @@ struct UpstreamErrorTests {
         let answer = try await gateway.fetchProducts(["premium_monthly"])
         await gateway.stop()
         Self.expectError(answer, code: -32001, reason: "connectionError", retryable: true, upstreamStatus: nil)
-        #expect(answer.message.contains("could not be reached"))
+        // In words, naming the peer: not OpenSSL's `error:00000005:lib(0)::reason(5)`.
+        #expect(answer.message == "The products service could not be reached: cannot connect to localhost:\(port): connection refused, or the host is unreachable")
+    }
+
+    @Test func aResetConnectionSaysSo() async throws {
+        try await UpstreamScenario.run(environment: ["UPSTREAM_RETRIES": "0"]) { upstream, gateway in
+            upstream.upstream.enqueue(.reset)
+            let answer = try await gateway.fetchProducts(["premium_monthly"])
+            Self.expectError(answer, code: -32001, reason: "connectionError", retryable: true, upstreamStatus: nil)
+            #expect(answer.message.hasPrefix("The products service could not be reached: "), "\(answer.message)")
+            #expect(!answer.message.contains("error:0"), "\(answer.message)")
+            // The test upstream's reset comes during the TLS handshake.
+            #expect(answer.message == "The products service could not be reached: TLS handshake with localhost:\(upstream.port) failed: the upstream closed the connection during the handshake (unexpected eof while reading)")
+        }
+    }
+
+    @Test func anUnknownHostIsADNSFailure() async throws {
+        let closed = try RunningUpstream.start()
+        closed.stop()
+        var environment = closed.gatewayEnvironment(["UPSTREAM_RETRIES": "0"])
+        environment["ONSIDE_UPSTREAM_URL"] = "https://no-such-host.invalid"
+        let gateway = try RunningGateway.start(environment)
+        let answer = try await gateway.fetchProducts(["premium_monthly"])
+        await gateway.stop()
+        Self.expectError(answer, code: -32001, reason: "connectionError", retryable: true, upstreamStatus: nil)
+        #expect(answer.message.hasPrefix("The products service could not be reached: cannot resolve no-such-host.invalid (DNS): "), "\(answer.message)")
     }
 
     @Test func anUpstreamThatNeverAnswersIsAConnectionErrorNamingTheTimeout() async throws {
@@ -244,7 +269,10 @@ struct UpstreamErrorTests {
             upstream.upstream.setStandingFault(.delay(milliseconds: 2000))
             let answer = try await gateway.fetchProducts(["premium_monthly"])
             Self.expectError(answer, code: -32005, reason: "cancelled", retryable: true, upstreamStatus: nil)
-            #expect(answer.message.contains("GATEWAY_REQUEST_TIMEOUT_MS"))
+            // Says what it waited for: a hung upstream is told apart from a slow caller.
+            #expect(answer.message == "The call was cancelled: the call's deadline of 300 ms passed (GATEWAY_REQUEST_TIMEOUT_MS): the upstream had not answered (each attempt may take UPSTREAM_TIMEOUT_MS=10000 ms, with UPSTREAM_RETRIES=2)")
+            // Logged at warning, so LOG_LEVEL=warning still shows it.
+            #expect(gateway.logs.all.contains { $0.contains(#""level":"warning""#) && $0.contains(#""msg":"products.fetch failed""#) && $0.contains(#""reason":"cancelled""#) })
         }
     }
 

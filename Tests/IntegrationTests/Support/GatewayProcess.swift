@@ -209,11 +209,11 @@ final class GatewayProcess: Sendable {
         return value.objectValue
     }
 
-    /// The `port` of a `listening` line, JSON (`"port":"8080"`) or text (`port=8080`).
+    /// The `port` of a `listening` line, JSON (`"port":8080`) or text (`port=8080`).
     static func listeningPort(in line: String) -> Int? {
         if let object = jsonObject(line) {
             guard object["msg"]?.stringValue == "listening" else { return nil }
-            return object["port"]?.stringValue.flatMap { Int($0) }
+            return object["port"]?.intValue
         }
         guard line.contains(" listening") else { return nil }
         for field in line.split(separator: " ") where field.hasPrefix("port=") {
