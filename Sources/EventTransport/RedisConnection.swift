@@ -269,10 +269,16 @@ public final class RedisConnection: @unchecked Sendable {
         guard state == .connecting else { return }
         switch result {
         case .success(.error(let message)):
-            // The server's words ("WRONGPASS ...", "NOAUTH ...") never
-            // repeat the password.
-            drop(RedisError(.disconnected, "Redis refused \(step.hasPrefix("AUTH") ? "AUTH" : step)"), freeContext: true)
-            failed("Redis refused \(step): \(message.prefix(200))")
+            // Only the reply's error code (WRONGPASS, NOAUTH, ERR) is kept:
+            // a server, or something posing as one, may echo the password
+            // in the rest.
+            drop(RedisError(.disconnected, "Redis refused \(step)"), freeContext: true)
+            if step == "AUTH" {
+                observer?.redisPasswordRefused(loop: loop.name, true)
+                failed("Redis refused the password (AUTH \(Self.errorCode(message))): check the password in GATEWAY_REDIS_URL or GATEWAY_REDIS_PASSWORD_FILE")
+            } else {
+                failed("Redis refused \(step) (\(Self.errorCode(message)))")
+            }
         case .success:
             handshakeLeft -= 1
             if handshakeLeft == 0 { becomeReady() }
@@ -295,6 +301,7 @@ public final class RedisConnection: @unchecked Sendable {
         connectTimer = nil
         failedAttempts = 0
         state = .ready
+        if endpoint.password != nil { observer?.redisPasswordRefused(loop: loop.name, false) }
         observer?.redisConnected(loop: loop.name)
     }
 
@@ -397,6 +404,14 @@ public final class RedisConnection: @unchecked Sendable {
             guard state == .idle else { return }
             connect()
         }
+    }
+
+    /// The first word of an error reply when it is a Redis error code
+    /// (upper-case letters, at most 32), else `error`: never the rest.
+    static func errorCode(_ message: String) -> String {
+        let word = message.prefix { $0 != " " }
+        guard (1...32).contains(word.count), word.allSatisfy({ $0.isASCII && $0.isUppercase }) else { return "error" }
+        return String(word)
     }
 
     // MARK: C helpers

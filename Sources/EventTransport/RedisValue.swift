@@ -78,4 +78,12 @@ public protocol RedisConnectionObserver: Sendable {
     func redisConnectionFailed(loop: String, message: String, wasReady: Bool)
     /// A ready connection was closed for good (shutdown).
     func redisConnectionClosed(loop: String)
+    /// Whether the server refused the password (`AUTH`) on this loop's
+    /// last attempt: `true` after a refusal, `false` once a connection
+    /// with a password is ready again.
+    func redisPasswordRefused(loop: String, _ refused: Bool)
+}
+
+extension RedisConnectionObserver {
+    public func redisPasswordRefused(loop: String, _ refused: Bool) {}
 }

@@ -82,6 +82,7 @@ public struct GatewayConfiguration: Sendable {
         overrides: [ConfigurationVariable: String] = [:]
     ) throws(ConfigurationError) -> GatewayConfiguration {
         let source = SettingSource(environment: environment, overrides: overrides)
+        try source.refusePlaceholders()
         let (host, port) = try source.listenAddress()
         let upstream = try source.upstream()
         let catalogPath = source.string(.catalog)
@@ -189,6 +190,17 @@ private struct SettingSource {
         return value
     }
 
+    /// A value written `<like this>` is a placeholder of an example
+    /// configuration (`deploy/kubernetes/configmap.yaml` marks what must be
+    /// set so): starting with it would serve calls that all fail.
+    func refusePlaceholders() throws(ConfigurationError) {
+        for variable in ConfigurationVariable.allCases {
+            guard let value = string(variable), value.hasPrefix("<"), value.hasSuffix(">") else { continue }
+            let shown = variable.isSecret ? "" : " '\(value.prefix(80))'"
+            throw fail(variable, "still holds the placeholder\(shown) of the example configuration; set your own value")
+        }
+    }
+
     func fail(_ variable: ConfigurationVariable, _ message: String) -> ConfigurationError {
         ConfigurationError(variable: variable.rawValue, message: message)
     }
@@ -267,9 +279,14 @@ private struct SettingSource {
     }
 
     func requireReadableFile(_ path: String, _ variable: ConfigurationVariable) throws(ConfigurationError) {
-        guard FileManager.default.isReadableFile(atPath: path) else {
-            throw fail(variable, "cannot read file '\(path)'")
-        }
+        try ConfigurationFile.requireReadable(path, for: variable)
+    }
+
+    /// A file's text, UTF-8.
+    func fileText(_ path: String, _ variable: ConfigurationVariable) throws(ConfigurationError) -> String {
+        let bytes = try ConfigurationFile.read(path, for: variable)
+        guard let text = String(validating: bytes, as: UTF8.self) else { throw fail(variable, "file '\(path)' is not UTF-8 text") }
+        return text
     }
 
     /// A secret from a variable or from a file named by a second variable
@@ -278,9 +295,7 @@ private struct SettingSource {
         let direct = string(value)
         guard let path = string(file) else { return direct }
         if direct != nil { throw fail(file, "set either \(value.rawValue) or \(file.rawValue), not both") }
-        guard let data = FileManager.default.contents(atPath: path), let text = String(data: data, encoding: .utf8) else {
-            throw fail(file, "cannot read file '\(path)'")
-        }
+        let text = try fileText(path, file)
         let secret = text.trimmingCharacters(in: .whitespacesAndNewlines)
         guard !secret.isEmpty else { throw fail(file, "file '\(path)' is empty") }
         guard !secret.contains(where: { $0.isNewline }) else { throw fail(file, "file '\(path)' must hold one line") }
@@ -331,9 +346,7 @@ private struct SettingSource {
         var password = components.password.flatMap { $0.isEmpty ? nil : $0 }
         if let path = string(.redisPasswordFile) {
             if password != nil { throw fail(.redisPasswordFile, "set the password either in GATEWAY_REDIS_URL or in GATEWAY_REDIS_PASSWORD_FILE, not both") }
-            guard let data = FileManager.default.contents(atPath: path), let text = String(data: data, encoding: .utf8) else {
-                throw fail(.redisPasswordFile, "cannot read file '\(path)'")
-            }
+            let text = try fileText(path, .redisPasswordFile)
             var secret = Substring(text)
             // One trailing newline, as `echo` and Kubernetes Secrets write it.
             // ("\r\n" is one Character in Swift.)
@@ -351,9 +364,7 @@ private struct SettingSource {
         let variable: ConfigurationVariable
         if let path = string(.apiKeysFile) {
             if direct != nil { throw fail(.apiKeysFile, "set either GATEWAY_API_KEYS or GATEWAY_API_KEYS_FILE, not both") }
-            guard let data = FileManager.default.contents(atPath: path), let text = String(data: data, encoding: .utf8) else {
-                throw fail(.apiKeysFile, "cannot read file '\(path)'")
-            }
+            let text = try fileText(path, .apiKeysFile)
             keys = text.split(whereSeparator: \.isNewline).map { $0.trimmingCharacters(in: .whitespaces) }
                 .filter { !$0.isEmpty && !$0.hasPrefix("#") }
             variable = .apiKeysFile

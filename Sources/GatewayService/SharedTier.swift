@@ -279,6 +279,10 @@ private struct SubscriberObserver: RedisConnectionObserver {
         flag.set(false)
     }
 
+    func redisPasswordRefused(loop: String, _ refused: Bool) {
+        inner.redisPasswordRefused(loop: "subscriber", refused)
+    }
+
     func redisConnectionFailed(loop: String, message: String, wasReady: Bool) {
         flag.set(false)
         // Nothing published from now on reaches this replica.
@@ -302,6 +306,10 @@ private struct SharedTierObserver: RedisConnectionObserver {
 
     func redisConnectionClosed(loop: String) {
         metrics.recordSharedTierConnections(-1)
+    }
+
+    func redisPasswordRefused(loop: String, _ refused: Bool) {
+        metrics.recordSharedTierPasswordRefused(refused, loop: loop)
     }
 
     func redisConnectionFailed(loop: String, message: String, wasReady: Bool) {

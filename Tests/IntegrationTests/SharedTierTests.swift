@@ -153,7 +153,7 @@ struct SharedTierTests {
             ]))
             upstream.upstream.setCacheControl("max-age=30")
             try await UpstreamScenario.waitFor("the refusal to be logged") {
-                gateway.logs.all.contains { $0.contains("Redis refused AUTH") }
+                gateway.logs.all.contains { $0.contains("Redis refused the password (AUTH WRONGPASS)") }
             }
             #expect(try await gateway.fetchProducts(Self.ids).productIDs == ["premium_monthly", "coins_100"])
             #expect(!gateway.logs.all.contains { $0.contains("wrong-password-456") || $0.contains("right-password-123") })
