@@ -299,7 +299,7 @@ public final class ProductsFetchService: Sendable {
         var anyStale = false
         for (index, entry) in found.enumerated() {
             guard let entry else { continue }
-            let freshFor = Duration.milliseconds(entry.freshUntilUnixMS - nowUnixMS)
+            let freshFor = entry.freshFor(nowUnixMS: nowUnixMS, cap: .seconds(settings.cacheMaxTTLSeconds))
             kept.append((asked[index], entry, freshFor))
             if freshFor > .zero { fresh[asked[index]] = entry.answer } else { anyStale = true }
         }

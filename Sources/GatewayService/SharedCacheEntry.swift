@@ -23,11 +23,34 @@ struct SharedCacheEntry: Equatable, Sendable {
 
     static let magic: [UInt8] = Array("OGW1".utf8)
     static let headerCount = 4 + 8 + 4 + 4 + 1
+    /// The largest entry read: the contract's cap on anything read from Redis.
+    static let maxBytes = 1 << 20
+
+    /// The times an entry may hold: from the epoch to the year 2200. Anything
+    /// else is not an entry this format wrote (whatever wrote it), and is
+    /// refused where it is decoded, so no arithmetic on it can overflow.
+    static let freshUntilRange: ClosedRange<Int64> = 0...7_258_118_400_000
+    /// The windows an entry may hold: the gateway writes at most
+    /// `GATEWAY_CACHE_MAX_STALE_S`, whose largest setting is 7 days.
+    static let windowRange: ClosedRange<Int32> = 0...604_800
 
     /// Milliseconds the entry may still serve in some way (fresh or one of
     /// its stale windows) from `freshUntilUnixMS`: the key's `PX`.
     func keepMilliseconds(nowUnixMS: Int64) -> Int64 {
-        freshUntilUnixMS - nowUnixMS + Int64(max(staleIfErrorSeconds, revalidateSeconds)) * 1000
+        let window = Int64(max(staleIfErrorSeconds, revalidateSeconds)).multipliedReportingOverflow(by: 1000)
+        let left = freshUntilUnixMS.subtractingReportingOverflow(nowUnixMS)
+        guard !window.overflow, !left.overflow else { return 0 }
+        let keep = left.partialValue.addingReportingOverflow(window.partialValue)
+        return keep.overflow ? 0 : keep.partialValue
+    }
+
+    /// How long the entry stays fresh from `nowUnixMS`, at most `cap`
+    /// (a replica keeps nothing longer than `GATEWAY_CACHE_MAX_TTL_S`,
+    /// whatever an entry says); negative once it went stale.
+    func freshFor(nowUnixMS: Int64, cap: Duration) -> Duration {
+        let left = freshUntilUnixMS.subtractingReportingOverflow(nowUnixMS)
+        guard !left.overflow else { return left.partialValue < 0 ? cap : .zero }
+        return min(.milliseconds(left.partialValue), cap)
     }
 
     var encoded: [UInt8] {
@@ -55,7 +78,7 @@ struct SharedCacheEntry: Equatable, Sendable {
     /// one pass, no tree): what is spliced into an answer is always one valid
     /// JSON value, whatever Redis held.
     init?(decoding bytes: [UInt8], identifier: String) {
-        guard bytes.count >= Self.headerCount, bytes.starts(with: Self.magic) else { return nil }
+        guard bytes.count >= Self.headerCount, bytes.count <= Self.maxBytes, bytes.starts(with: Self.magic) else { return nil }
         func integer<T: FixedWidthInteger>(_ type: T.Type, at offset: Int) -> T {
             var value: T = 0
             for byte in bytes[offset..<(offset + MemoryLayout<T>.size)] { value = value << 8 | T(truncatingIfNeeded: byte) }
@@ -64,7 +87,8 @@ struct SharedCacheEntry: Equatable, Sendable {
         freshUntilUnixMS = integer(Int64.self, at: 4)
         staleIfErrorSeconds = integer(Int32.self, at: 12)
         revalidateSeconds = integer(Int32.self, at: 16)
-        guard staleIfErrorSeconds >= 0, revalidateSeconds >= 0 else { return nil }
+        guard Self.freshUntilRange.contains(freshUntilUnixMS),
+              Self.windowRange.contains(staleIfErrorSeconds), Self.windowRange.contains(revalidateSeconds) else { return nil }
         switch bytes[20] {
         case UInt8(ascii: "U"):
             guard bytes.count == Self.headerCount else { return nil }

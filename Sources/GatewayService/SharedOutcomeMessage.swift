@@ -17,6 +17,17 @@ struct SharedOutcomeMessage: Sendable {
     var identifiers: [String]
     var kind: Kind
 
+    /// The largest message read: the contract's cap on anything read from Redis.
+    static let maxBytes = 1 << 20
+    /// Ages and windows a message may carry, in seconds: 0 to 10 years.
+    /// The gateway writes them clamped into this range; a message out of it
+    /// is refused where it is decoded.
+    static let secondsRange = 0...315_360_000
+    /// An upstream status a failure may carry.
+    static let statusRange = 100...599
+    /// The longest failure detail read (the gateway clips its own at 200).
+    static let maxDetailBytes = 1024
+
     var encoded: [UInt8] {
         var object: JSONObject = [
             "v": .integer(1),
@@ -28,9 +39,9 @@ struct SharedOutcomeMessage: Sendable {
         switch kind {
         case .success(let page):
             object["kind"] = .string("success")
-            object["maxAge"] = page.maxAgeSeconds.map(JSONValue.integer) ?? .null
-            object["staleIfError"] = page.staleIfErrorSeconds.map(JSONValue.integer) ?? .null
-            object["revalidate"] = page.staleWhileRevalidateSeconds.map(JSONValue.integer) ?? .null
+            object["maxAge"] = Self.seconds(page.maxAgeSeconds)
+            object["staleIfError"] = Self.seconds(page.staleIfErrorSeconds)
+            object["revalidate"] = Self.seconds(page.staleWhileRevalidateSeconds)
             var products = JSONObject()
             for identifier in identifiers {
                 if let product = page.encodedProducts[identifier] { products[identifier] = .encoded(product) }
@@ -40,12 +51,17 @@ struct SharedOutcomeMessage: Sendable {
             object["kind"] = .string("failure")
             object["reason"] = .string(failure.reason)
             object["status"] = failure.upstreamStatus.map(JSONValue.integer) ?? .null
-            object["retryAfter"] = failure.retryAfterSeconds.map(JSONValue.integer) ?? .null
-            object["detail"] = failure.detail.map(JSONValue.string) ?? .null
+            object["retryAfter"] = Self.seconds(failure.retryAfterSeconds)
+            object["detail"] = failure.detail.map { .string(String($0.utf8.prefix(Self.maxDetailBytes)) ?? "") } ?? .null
         case .released:
             object["kind"] = .string("released")
         }
         return JSONValue.object(object).serialized()
+    }
+
+    /// Seconds clamped into ``secondsRange``, or null.
+    private static func seconds(_ value: Int?) -> JSONValue {
+        value.map { .integer(min(max($0, secondsRange.lowerBound), secondsRange.upperBound)) } ?? .null
     }
 
     init(scope: FetchScope, identifiers: [String], kind: Kind) {
@@ -54,10 +70,15 @@ struct SharedOutcomeMessage: Sendable {
         self.kind = kind
     }
 
-    /// Reads a message; nil for anything else. Products are parsed and
-    /// written again by the gateway's writer, and must answer their key.
-    init?(decoding bytes: [UInt8]) {
-        guard let value = try? JSONParser.parse(bytes, limits: .init(maxDepth: 24)), let object = value.objectValue,
+    /// Reads a message; nil for anything else: over ``maxBytes``, naming no
+    /// identifier or more than `maxIdentifiers` (`UPSTREAM_MAX_IDS`: no
+    /// fetch asks more), an identifier that is not one, a product for an
+    /// identifier it does not name, or a number out of its range. Products
+    /// are parsed and written again by the gateway's writer, and must answer
+    /// their key.
+    init?(decoding bytes: [UInt8], maxIdentifiers: Int = 1_000) {
+        guard bytes.count <= Self.maxBytes,
+              let value = try? JSONParser.parse(bytes, limits: .init(maxDepth: 24)), let object = value.objectValue,
               object["v"]?.intValue == 1,
               let app = object["app"]?.stringValue,
               let countryText = object["country"]?.stringValue, let country = CountryCode(countryText),
@@ -70,17 +91,22 @@ struct SharedOutcomeMessage: Sendable {
             language = tag
         default: return nil
         }
+        guard (1...maxIdentifiers).contains(ids.count) else { return nil }
         var identifiers: [String] = []
+        identifiers.reserveCapacity(ids.count)
         for id in ids {
-            guard let text = id.stringValue else { return nil }
+            guard let text = id.stringValue, ProductIdentifier.isValid(text) else { return nil }
             identifiers.append(text)
         }
         scope = FetchScope(appID: app, country: country, language: language)
         self.identifiers = identifiers
-        func optionalInt(_ key: String) -> Int?? {
+        /// nil: present and not an integer in `range`; .some(nil): absent or null.
+        func optionalInt(_ key: String, in range: ClosedRange<Int> = Self.secondsRange) -> Int?? {
             switch object[key] {
             case nil, .null?: return .some(nil)
-            case let value?: return value.intValue.map { .some($0) } ?? nil
+            case let value?:
+                guard let number = value.intValue, range.contains(number) else { return nil }
+                return .some(number)
             }
         }
         switch kind {
@@ -89,14 +115,17 @@ struct SharedOutcomeMessage: Sendable {
                   let maxAge = optionalInt("maxAge"), let staleIfError = optionalInt("staleIfError"), let revalidate = optionalInt("revalidate")
             else { return nil }
             var encoded: [String: EncodedJSON] = [:]
+            let named = Set(identifiers)
             for (identifier, product) in products {
-                guard product.objectValue?["productIdentifier"]?.stringValue == identifier else { return nil }
+                guard named.contains(identifier), product.objectValue?["productIdentifier"]?.stringValue == identifier else { return nil }
                 encoded[identifier] = EncodedJSON(product)
             }
             self.kind = .success(SourcePage(encodedProducts: encoded, maxAgeSeconds: maxAge, staleIfErrorSeconds: staleIfError, staleWhileRevalidateSeconds: revalidate))
         case "failure":
-            guard let reason = object["reason"]?.stringValue, let status = optionalInt("status"), let retryAfter = optionalInt("retryAfter") else { return nil }
+            guard let reason = object["reason"]?.stringValue, let status = optionalInt("status", in: Self.statusRange),
+                  let retryAfter = optionalInt("retryAfter") else { return nil }
             let detail = object["detail"]?.stringValue
+            guard (detail?.utf8.count ?? 0) <= Self.maxDetailBytes else { return nil }
             guard let failure = ProductsFetchFailure(reason: reason, upstreamStatus: status, retryAfterSeconds: retryAfter, detail: detail) else { return nil }
             self.kind = .failure(failure)
         case "released":

@@ -33,6 +33,7 @@ extension SharedTier {
         let tokenBytes = Array(token.utf8)
         let collector = ClaimCollector(count: identifiers.count + 1)
         let metrics = self.metrics
+        let freshCap = Duration.seconds(maxTTLSeconds)
         let finish: () -> Void = {
             guard let replies = collector.replies else {
                 metrics.recordSharedErrors(1)
@@ -65,7 +66,7 @@ extension SharedTier {
                 guard let bytes = value.bytes else { continue }
                 // Garbage is counted by the lookup every claim follows.
                 guard let entry = SharedCacheEntry(decoding: bytes, identifier: identifiers[index]) else { continue }
-                let left = entry.freshUntilUnixMS - nowUnixMS
+                let left = entry.freshFor(nowUnixMS: nowUnixMS, cap: freshCap).wholeMilliseconds
                 guard left >= 1000 else { continue }
                 found.insert(identifiers[index])
                 if let product = entry.answer.product { products[identifiers[index]] = product }
@@ -204,6 +205,12 @@ final class SharedOutcomeWaiters: Sendable {
     }
 
     private let table = Mutex<[Key: [ObjectIdentifier: SharedClaimDriver]]>([:])
+    /// `UPSTREAM_MAX_IDS`: no fetch names more, so no message may.
+    private let maxIdentifiers: Int
+
+    init(maxIdentifiers: Int) {
+        self.maxIdentifiers = maxIdentifiers
+    }
 
     func register(_ driver: SharedClaimDriver, scope: FetchScope, identifiers: [String]) {
         table.withLock { table in
@@ -236,7 +243,9 @@ final class SharedOutcomeWaiters: Sendable {
     /// One message from the outcomes channel; one that does not parse is
     /// ignored.
     func dispatch(_ payload: [UInt8]) {
-        guard let message = SharedOutcomeMessage(decoding: payload) else { return }
+        // Checked before anything is built from it: size, then the count of
+        // identifiers, then every field.
+        guard let message = SharedOutcomeMessage(decoding: payload, maxIdentifiers: maxIdentifiers) else { return }
         var drivers: [ObjectIdentifier: SharedClaimDriver] = [:]
         table.withLock { table in
             for identifier in message.identifiers {

@@ -20,7 +20,7 @@ final class SharedTier: Sendable {
     let keys: SharedTierKeys
     let metrics: GatewayMetrics
     let log: RateLimitedLog
-    private let maxTTLSeconds: Int
+    let maxTTLSeconds: Int
     private let maxStaleSeconds: Int
     /// The replica's subscriber connection (on the first loop), for the
     /// outcomes of fetches claimed by other replicas.
@@ -44,7 +44,9 @@ final class SharedTier: Sendable {
     ///   - maxStaleSeconds: `GATEWAY_CACHE_MAX_STALE_S`.
     ///   - claimLapse: how long a claim lives (0 turns coalescing across
     ///     replicas off: then no subscriber is made).
-    init(configuration: GatewayConfiguration.Redis, loops: [EventLoop], maxTTLSeconds: Int, maxStaleSeconds: Int, claimLapse: Duration = .zero, metrics: GatewayMetrics, logger: Logger) {
+    ///   - upstreamMaxIDs: `UPSTREAM_MAX_IDS`: a message naming more
+    ///     identifiers is dropped unread.
+    init(configuration: GatewayConfiguration.Redis, loops: [EventLoop], maxTTLSeconds: Int, maxStaleSeconds: Int, claimLapse: Duration = .zero, upstreamMaxIDs: Int = 1_000, metrics: GatewayMetrics, logger: Logger) {
         let endpoint = RedisEndpoint(
             host: configuration.host,
             port: configuration.port,
@@ -65,7 +67,7 @@ final class SharedTier: Sendable {
         self.connections = connections
         self.ordered = ordered
         let channel = "\(configuration.prefix)v1:outcomes"
-        let waiters = SharedOutcomeWaiters()
+        let waiters = SharedOutcomeWaiters(maxIdentifiers: upstreamMaxIDs)
         self.waiters = waiters
         let subscriberReady = ReadyFlag()
         self.subscriberReady = subscriberReady
@@ -211,8 +213,10 @@ final class SharedTier: Sendable {
         guard let maxAge = page.maxAgeSeconds, maxAge > 0, maxTTLSeconds > 0 else { return }
         let nowUnixMS = Self.unixMilliseconds()
         let fresh = Int64(min(maxAge, maxTTLSeconds)) * 1000
-        let staleIfError = Int32(min(page.staleIfErrorSeconds ?? 0, maxStaleSeconds, Int(Int32.max)))
-        let revalidate = Int32(min(page.staleWhileRevalidateSeconds ?? 0, maxStaleSeconds, Int(Int32.max)))
+        // Clamped into the entry's ranges, whoever made the page (the
+        // upstream, or another replica's message).
+        let staleIfError = Self.window(page.staleIfErrorSeconds, cap: maxStaleSeconds)
+        let revalidate = Self.window(page.staleWhileRevalidateSeconds, cap: maxStaleSeconds)
         let metrics = self.metrics
         let log = self.log
         for identifier in identifiers {
@@ -239,6 +243,11 @@ final class SharedTier: Sendable {
                 }
             }
         }
+    }
+
+    /// A stale window in the entry's range: 0 to `cap` (at most 7 days).
+    static func window(_ seconds: Int?, cap: Int) -> Int32 {
+        Int32(clamping: min(max(seconds ?? 0, 0), cap, Int(SharedCacheEntry.windowRange.upperBound)))
     }
 
     static func unixMilliseconds() -> Int64 {
@@ -378,6 +387,7 @@ extension SharedTier {
             maxTTLSeconds: configuration.cacheMaxTTLSeconds,
             maxStaleSeconds: configuration.cacheMaxStaleSeconds,
             claimLapse: .milliseconds(configuration.upstreamTimeoutMS * (1 + configuration.upstreamRetries)),
+            upstreamMaxIDs: configuration.upstreamMaxIDs,
             metrics: metrics,
             logger: logger
         )

@@ -121,6 +121,37 @@ struct SharedTierTests {
         }
     }
 
+    /// The two values a black-box probe stopped replicas with: an entry
+    /// whose fresh-until is `80 00 00 00 00 00 00 00`, and an outcome whose
+    /// `staleIfError` is -9999999999 for a claim the replica waits on. Both
+    /// are ignored and counted; the replica answers (in this test process:
+    /// a trap would end the whole run).
+    @Test func theProbesDamagedEntryAndMessageLeaveTheReplicaUp() async throws {
+        try await SharedTierScenario.run(replicas: 1, environment: ["UPSTREAM_TIMEOUT_MS": "300", "UPSTREAM_RETRIES": "0"]) { upstream, gateways, redis in
+            upstream.upstream.setCacheControl("max-age=30")
+            let gateway = gateways[0]
+            try redis.cli(
+                "EVAL", "redis.call('SET', KEYS[1], 'OGW1' .. string.char(128,0,0,0,0,0,0,0, 0,0,0,30, 0,0,0,0) .. 'U') return 1",
+                "1", "test-gw:v1:p:demo:DE:-:premium_monthly"
+            )
+            let first = try await gateway.fetchProducts(["premium_monthly"])
+            #expect(first.productIDs == ["premium_monthly"])
+            #expect(try await gateway.metricValue("gateway_shared_cache_errors_total") == 1)
+
+            // Another "replica" holds the claim of coins_100 for a while.
+            try redis.cli("SET", "test-gw:v1:c:demo:DE:-:coins_100", "forged", "PX", "250")
+            async let waiting = gateway.fetchProducts(["coins_100"])
+            try await Task.sleep(for: .milliseconds(80))
+            let message = #"{"v":1,"app":"demo","country":"DE","language":null,"ids":["coins_100"],"kind":"success","maxAge":30,"staleIfError":-9999999999,"revalidate":null,"products":{}}"#
+            try redis.cli("PUBLISH", "test-gw:v1:outcomes", message)
+            let second = try await waiting
+            #expect(second.productIDs == ["coins_100"])
+            #expect(second.result?["invalidProductIdentifiers"] == [])
+            // Still serving.
+            #expect(try await gateway.fetchProducts(["premium_monthly"]).productIDs == ["premium_monthly"])
+        }
+    }
+
     /// No Redis at all: calls are answered as without the tier, readiness
     /// does not wait for it, errors are counted and logged at most once per
     /// 10 s.
