@@ -127,7 +127,9 @@ let package = Package(
         ),
 
         // MARK: Fuzzing: libFuzzer's entry point over JSONRPC.
-        .executableTarget(name: "JSONRPCFuzz", dependencies: ["JSONRPC", "ProductsDomain"], swiftSettings: strictSwift),
+        // It also reads the input as what Redis may hold (the shared tier's
+        // entries and messages), through GatewayService's package API.
+        .executableTarget(name: "JSONRPCFuzz", dependencies: ["JSONRPC", "ProductsDomain", "GatewayService"], swiftSettings: strictSwift),
 
         // MARK: Tests.
         .testTarget(

@@ -13,30 +13,30 @@ import ProductsDomain
 ///
 ///     "OGW1" | fresh-until (Unix ms, 8 bytes BE) | stale-if-error s (4 BE)
 ///            | stale-while-revalidate s (4 BE) | "P" + product JSON, or "U"
-struct SharedCacheEntry: Equatable, Sendable {
-    var answer: ProductAnswer
+package struct SharedCacheEntry: Equatable, Sendable {
+    package var answer: ProductAnswer
     /// Wall-clock end of freshness, Unix milliseconds (replicas share the
     /// wall clock, not a monotonic one).
-    var freshUntilUnixMS: Int64
-    var staleIfErrorSeconds: Int32
-    var revalidateSeconds: Int32
+    package var freshUntilUnixMS: Int64
+    package var staleIfErrorSeconds: Int32
+    package var revalidateSeconds: Int32
 
-    static let magic: [UInt8] = Array("OGW1".utf8)
-    static let headerCount = 4 + 8 + 4 + 4 + 1
+    package static let magic: [UInt8] = Array("OGW1".utf8)
+    package static let headerCount = 4 + 8 + 4 + 4 + 1
     /// The largest entry read: the contract's cap on anything read from Redis.
-    static let maxBytes = 1 << 20
+    package static let maxBytes = 1 << 20
 
     /// The times an entry may hold: from the epoch to the year 2200. Anything
     /// else is not an entry this format wrote (whatever wrote it), and is
     /// refused where it is decoded, so no arithmetic on it can overflow.
-    static let freshUntilRange: ClosedRange<Int64> = 0...7_258_118_400_000
+    package static let freshUntilRange: ClosedRange<Int64> = 0...7_258_118_400_000
     /// The windows an entry may hold: the gateway writes at most
     /// `GATEWAY_CACHE_MAX_STALE_S`, whose largest setting is 7 days.
-    static let windowRange: ClosedRange<Int32> = 0...604_800
+    package static let windowRange: ClosedRange<Int32> = 0...604_800
 
     /// Milliseconds the entry may still serve in some way (fresh or one of
     /// its stale windows) from `freshUntilUnixMS`: the key's `PX`.
-    func keepMilliseconds(nowUnixMS: Int64) -> Int64 {
+    package func keepMilliseconds(nowUnixMS: Int64) -> Int64 {
         let window = Int64(max(staleIfErrorSeconds, revalidateSeconds)).multipliedReportingOverflow(by: 1000)
         let left = freshUntilUnixMS.subtractingReportingOverflow(nowUnixMS)
         guard !window.overflow, !left.overflow else { return 0 }
@@ -47,13 +47,13 @@ struct SharedCacheEntry: Equatable, Sendable {
     /// How long the entry stays fresh from `nowUnixMS`, at most `cap`
     /// (a replica keeps nothing longer than `GATEWAY_CACHE_MAX_TTL_S`,
     /// whatever an entry says); negative once it went stale.
-    func freshFor(nowUnixMS: Int64, cap: Duration) -> Duration {
+    package func freshFor(nowUnixMS: Int64, cap: Duration) -> Duration {
         let left = freshUntilUnixMS.subtractingReportingOverflow(nowUnixMS)
         guard !left.overflow else { return left.partialValue < 0 ? cap : .zero }
         return min(.milliseconds(left.partialValue), cap)
     }
 
-    var encoded: [UInt8] {
+    package var encoded: [UInt8] {
         var bytes: [UInt8] = []
         bytes.reserveCapacity(Self.headerCount + (answer.product?.bytes.count ?? 0))
         bytes.append(contentsOf: Self.magic)
@@ -77,7 +77,7 @@ struct SharedCacheEntry: Equatable, Sendable {
     /// exactly what ``JSONWriter`` writes (``EncodedJSON/init(validating:maxDepth:)``,
     /// one pass, no tree): what is spliced into an answer is always one valid
     /// JSON value, whatever Redis held.
-    init?(decoding bytes: [UInt8], identifier: String) {
+    package init?(decoding bytes: [UInt8], identifier: String) {
         guard bytes.count >= Self.headerCount, bytes.count <= Self.maxBytes, bytes.starts(with: Self.magic) else { return nil }
         func integer<T: FixedWidthInteger>(_ type: T.Type, at offset: Int) -> T {
             var value: T = 0
@@ -104,7 +104,7 @@ struct SharedCacheEntry: Equatable, Sendable {
 
     /// Whether `payload` begins as ``Product/encoded`` writes the product of
     /// `identifier` (identifiers need no escapes: `A-Z a-z 0-9 . _ -`).
-    static func payload(_ payload: [UInt8], answers identifier: String) -> Bool {
+    package static func payload(_ payload: [UInt8], answers identifier: String) -> Bool {
         // Compared piece by piece in place: this runs for every entry of
         // every shared-tier hit.
         // With memcmp: a generic elementsEqual of a slice and a UTF-8 view
@@ -125,7 +125,7 @@ struct SharedCacheEntry: Equatable, Sendable {
         }
     }
 
-    init(answer: ProductAnswer, freshUntilUnixMS: Int64, staleIfErrorSeconds: Int32, revalidateSeconds: Int32) {
+    package init(answer: ProductAnswer, freshUntilUnixMS: Int64, staleIfErrorSeconds: Int32, revalidateSeconds: Int32) {
         self.answer = answer
         self.freshUntilUnixMS = freshUntilUnixMS
         self.staleIfErrorSeconds = staleIfErrorSeconds

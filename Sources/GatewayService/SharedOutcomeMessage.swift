@@ -6,29 +6,29 @@ import ProductsDomain
 /// (cacheable or not) or the failure, or "released" when it gave up without
 /// an outcome. JSON, versioned (`"v":1`); a message that does not parse is
 /// ignored.
-struct SharedOutcomeMessage: Sendable {
-    enum Kind: Sendable {
+package struct SharedOutcomeMessage: Sendable {
+    package enum Kind: Sendable {
         case success(SourcePage)
         case failure(ProductsFetchFailure)
         case released
     }
 
-    var scope: FetchScope
-    var identifiers: [String]
-    var kind: Kind
+    package var scope: FetchScope
+    package var identifiers: [String]
+    package var kind: Kind
 
     /// The largest message read: the contract's cap on anything read from Redis.
-    static let maxBytes = 1 << 20
+    package static let maxBytes = 1 << 20
     /// Ages and windows a message may carry, in seconds: 0 to 10 years.
     /// The gateway writes them clamped into this range; a message out of it
     /// is refused where it is decoded.
-    static let secondsRange = 0...315_360_000
+    package static let secondsRange = 0...315_360_000
     /// An upstream status a failure may carry.
-    static let statusRange = 100...599
+    package static let statusRange = 100...599
     /// The longest failure detail read (the gateway clips its own at 200).
-    static let maxDetailBytes = 1024
+    package static let maxDetailBytes = 1024
 
-    var encoded: [UInt8] {
+    package var encoded: [UInt8] {
         var object: JSONObject = [
             "v": .integer(1),
             "app": .string(scope.appID),
@@ -64,7 +64,7 @@ struct SharedOutcomeMessage: Sendable {
         value.map { .integer(min(max($0, secondsRange.lowerBound), secondsRange.upperBound)) } ?? .null
     }
 
-    init(scope: FetchScope, identifiers: [String], kind: Kind) {
+    package init(scope: FetchScope, identifiers: [String], kind: Kind) {
         self.scope = scope
         self.identifiers = identifiers
         self.kind = kind
@@ -76,7 +76,7 @@ struct SharedOutcomeMessage: Sendable {
     /// identifier it does not name, or a number out of its range. Products
     /// are parsed and written again by the gateway's writer, and must answer
     /// their key.
-    init?(decoding bytes: [UInt8], maxIdentifiers: Int = 1_000) {
+    package init?(decoding bytes: [UInt8], maxIdentifiers: Int = 1_000) {
         guard bytes.count <= Self.maxBytes,
               let value = try? JSONParser.parse(bytes, limits: .init(maxDepth: 24)), let object = value.objectValue,
               object["v"]?.intValue == 1,

@@ -5,11 +5,18 @@ extension EncodedJSON {
     /// well-formed UTF-8, strings escaped as the writer escapes them
     /// (`\"`, `\\`, `\b`, `\t`, `\n`, `\f`, `\r`, `\u00xx` for the other
     /// control characters, nothing else), RFC 8259 numbers, at most
-    /// `maxDepth` levels of nesting. Anything else gives nil.
+    /// `maxDepth` levels of nesting, no object with two members of the same
+    /// name (a reader that keeps the last would see another value than one
+    /// that keeps the first) nor with more than ``maxObjectMembers``
+    /// members. Anything else gives nil.
     ///
     /// Checking costs one pass over the bytes and no allocation, where
     /// parsing them into a tree and writing it again would cost both; the
     /// invariant of ``EncodedJSON`` holds either way.
+    /// The most members an object may have to be validated: each is
+    /// compared with those before it, from a list kept on the stack.
+    public static let maxObjectMembers = 64
+
     public init?(validating bytes: [UInt8], maxDepth: Int = 64) {
         let valid = bytes.withUnsafeBufferPointer { buffer in
             var scanner = WriterFormScanner(input: buffer, maxDepth: maxDepth)
@@ -58,10 +65,21 @@ private struct WriterFormScanner {
             guard depth < maxDepth else { return false }
             position += 1
             if consume(UInt8(ascii: "}")) { return true }
-            repeat {
-                guard scanString(), consume(UInt8(ascii: ":")), scanValue(depth: depth + 1) else { return false }
-            } while consume(UInt8(ascii: ","))
-            return consume(UInt8(ascii: "}"))
+            return withUnsafeTemporaryAllocation(of: Range<Int>.self, capacity: EncodedJSON.maxObjectMembers) { names in
+                var count = 0
+                repeat {
+                    let start = position
+                    guard count < names.count, scanString() else { return false }
+                    // In the writer's form a name has one spelling, so
+                    // equal names are equal bytes.
+                    let name = start..<position
+                    for index in 0..<count where sameBytes(names[index], name) { return false }
+                    names.initializeElement(at: count, to: name)
+                    count += 1
+                    guard consume(UInt8(ascii: ":")), scanValue(depth: depth + 1) else { return false }
+                } while consume(UInt8(ascii: ","))
+                return consume(UInt8(ascii: "}"))
+            }
         case UInt8(ascii: "["):
             guard depth < maxDepth else { return false }
             position += 1
@@ -83,6 +101,12 @@ private struct WriterFormScanner {
         default:
             return false
         }
+    }
+
+    private func sameBytes(_ first: Range<Int>, _ second: Range<Int>) -> Bool {
+        guard first.count == second.count else { return false }
+        for offset in 0..<first.count where input[first.lowerBound + offset] != input[second.lowerBound + offset] { return false }
+        return true
     }
 
     /// `-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?`

@@ -29,6 +29,7 @@ struct FuzzCase {
         FuzzEngine.check(body: input, document: document)
         checkUpstreamBodyReading()
         checkParamsReading()
+        checkSharedTierReading()
     }
 
     // MARK: - products.fetch params
@@ -171,7 +172,7 @@ struct FuzzCase {
     }
 
     /// 0 for a scalar, one more than the deepest element for a container.
-    private static func depth(of value: JSONValue) -> Int {
+    static func depth(of value: JSONValue) -> Int {
         switch value {
         case .array(let elements):
             1 + (elements.map(depth(of:)).max() ?? 0)

@@ -38,6 +38,18 @@ struct EncodedJSONValidatingTests {
         #expect(EncodedJSON(validating: [0x22, 0xC3, 0xA9, 0x22]) != nil)
     }
 
+    /// Found by fuzzing against parsing: a product whose name appears
+    /// twice reads as two products to two readers.
+    @Test func repeatedMemberNamesAreRefused() {
+        #expect(EncodedJSON(validating: Array(#"{"a":"b","a":"c"}"#.utf8)) == nil)
+        #expect(EncodedJSON(validating: Array(#"{"productIdentifier":"x","price":{"value":1,"value":2}}"#.utf8)) == nil)
+        #expect(EncodedJSON(validating: Array(#"{"a":{"a":1},"b":[{"a":1},{"a":2}]}"#.utf8)) != nil)
+        #expect(EncodedJSON(validating: Array(#"{"ab":1,"a":1,"b":1}"#.utf8)) != nil)
+        let members = (0..<EncodedJSON.maxObjectMembers).map { "\"m\($0)\":\($0)" }
+        #expect(EncodedJSON(validating: Array(("{" + members.joined(separator: ",") + "}").utf8)) != nil)
+        #expect(EncodedJSON(validating: Array(("{" + (members + [#""one":1"#]).joined(separator: ",") + "}").utf8)) == nil)
+    }
+
     @Test func nestingIsBounded() {
         let deep = Array(String(repeating: "[", count: 10).utf8) + Array(String(repeating: "]", count: 10).utf8)
         #expect(EncodedJSON(validating: deep, maxDepth: 10) != nil)
