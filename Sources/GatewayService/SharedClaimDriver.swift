@@ -3,9 +3,9 @@ import JSONRPC
 import ProductsDomain
 
 /// Runs one fetch's ``SharedClaimStateMachine`` on the loop the fetch runs
-/// on: Redis replies, the upstream fetch, the lapse timer and other
-/// replicas' messages all come back to this loop, so the machine needs no
-/// lock.
+/// on: Redis replies, the upstream fetch, the poll and renewal timers and
+/// other replicas' messages all come back to this loop, so the machine
+/// needs no lock.
 final class SharedClaimDriver: @unchecked Sendable {
     // @unchecked: every mutable field is touched on `loop` only; messages
     // from the subscriber's loop arrive through `loop.execute`.
@@ -19,11 +19,11 @@ final class SharedClaimDriver: @unchecked Sendable {
     private let request: SourceRequest
     private let token: String
     private var machine: SharedClaimStateMachine<SourcePage>
-    private var lapseTimer: LoopTimer?
-    /// While waiting: checks now and then that Redis still answers, so a
-    /// stalled Redis does not hold the wait until the claim's lapse.
-    private var probeTimer: LoopTimer?
-    private var continuation: CheckedContinuation<Outcome, Never>?
+    /// While anything is waited for: the next look at the entries and claims.
+    private var pollTimer: LoopTimer?
+    /// While this replica fetches under its lease: the next renewal.
+    private var renewalTimer: LoopTimer?
+    private var completion: (@Sendable (Outcome) -> Void)?
 
     init(loop: EventLoop, tier: SharedTier, connection: RedisConnection, source: any ProductSource, request: SourceRequest) {
         self.loop = loop
@@ -32,20 +32,19 @@ final class SharedClaimDriver: @unchecked Sendable {
         self.source = source
         self.request = request
         self.token = tier.makeClaimToken()
-        self.machine = SharedClaimStateMachine(identifiers: request.identifiers, deadline: request.deadline, lapse: tier.claimLapse)
+        self.machine = SharedClaimStateMachine(identifiers: request.identifiers, deadline: request.deadline, poll: SharedTier.poll)
     }
 
-    /// The fetch's outcome, from this replica's upstream calls, the shared
-    /// cache and other replicas' outcomes together.
-    func run() async -> Outcome {
+    /// Runs the fetch: `completion` gets its outcome, from this replica's
+    /// upstream calls, the shared cache and other replicas' outcomes
+    /// together, once, on `loop`. Call on `loop`.
+    func run(completion: @escaping @Sendable (Outcome) -> Void) {
         loop.preconditionInEventLoop()
+        self.completion = completion
         // Registered before the first claim is sent: a message can only
         // follow a claim this replica saw.
         tier.waiters.register(self, scope: request.scope, identifiers: request.identifiers)
-        return await withCheckedContinuation { continuation in
-            self.continuation = continuation
-            perform(machine.start())
-        }
+        perform(machine.start(now: .now))
     }
 
     /// The subscriber dropped: no outcome can arrive any more. On `loop`.
@@ -61,7 +60,7 @@ final class SharedClaimDriver: @unchecked Sendable {
         switch message.kind {
         case .success(let page): perform(machine.received(message.identifiers, .success(page)))
         case .failure(let failure): perform(machine.received(message.identifiers, .failure(failure)))
-        case .released: perform(machine.released(message.identifiers))
+        case .released: perform(machine.released(message.identifiers, now: .now))
         }
     }
 
@@ -73,58 +72,63 @@ final class SharedClaimDriver: @unchecked Sendable {
                     if let reply {
                         perform(machine.claimed(identifiers, won: reply.won, entries: reply.entries, now: .now))
                     } else {
+                        // Redis stalled or failed: what is waited for could
+                        // wait in vain; carry on alone.
                         perform(machine.claimFailed(identifiers))
+                        perform(machine.sharedTierLost())
                     }
                 }
             case .fetch(let identifiers, let claimed):
+                if claimed { armRenewal() }
                 let part = SourceRequest(scope: request.scope, identifiers: identifiers, requestID: request.requestID, deadline: request.deadline)
-                Task(executorPreference: loop) { [self, source] in
-                    let outcome = await source.fetch(part)
-                    if !claimed, case .success(let page) = outcome {
-                        tier.store(page, scope: request.scope, identifiers: identifiers)
+                source.fetch(part) { [self] outcome in
+                    onLoop { [self] in
+                        if !claimed, case .success(let page) = outcome {
+                            tier.store(page, scope: request.scope, identifiers: identifiers, on: connection)
+                        }
+                        perform(machine.fetched(identifiers, outcome, claimed: claimed))
                     }
-                    perform(machine.fetched(identifiers, outcome, claimed: claimed))
                 }
             case .publish(let identifiers, let outcome):
                 tier.publish(identifiers, outcome: outcome, scope: request.scope, token: token, on: connection)
             case .release(let identifiers):
                 tier.releaseAndAnnounce(identifiers, scope: request.scope, token: token, on: connection)
             case .waitUntil(let deadline):
-                lapseTimer?.cancel()
-                lapseTimer = loop.scheduleTimer(at: deadline) { [self] in
-                    lapseTimer = nil
-                    perform(machine.lapsed(now: .now))
+                pollTimer?.cancel()
+                pollTimer = loop.scheduleTimer(at: deadline) { [self] in
+                    pollTimer = nil
+                    perform(machine.pollDue(now: .now))
                 }
-                armProbe()
             case .finish(let parts):
-                lapseTimer?.cancel()
-                lapseTimer = nil
-                probeTimer?.cancel()
-                probeTimer = nil
+                pollTimer?.cancel()
+                pollTimer = nil
+                renewalTimer?.cancel()
+                renewalTimer = nil
                 tier.waiters.unregister(self, scope: request.scope, identifiers: request.identifiers)
-                continuation?.resume(returning: Self.merge(parts))
-                continuation = nil
+                let completion = self.completion
+                self.completion = nil
+                completion?(Self.merge(parts))
             }
         }
     }
 
-    /// While anything is waited for: a `PING` every ``SharedTier/probeInterval``;
-    /// one that fails (a timeout: Redis stalled; no connection) means the
-    /// outcome may never come, so the wait ends and this replica fetches.
-    private func armProbe() {
-        guard probeTimer == nil else { return }
-        probeTimer = loop.scheduleTimer(after: tier.probeInterval) { [self] in
-            probeTimer = nil
-            guard machine.isWaiting, !machine.isFinished else { return }
-            connection.send([Array("PING".utf8)]) { [self] result in
-                guard machine.isWaiting, !machine.isFinished else { return }
-                if case .success(.status) = result {
-                    armProbe()
-                } else {
-                    tier.metrics.recordSharedErrors(1)
-                    perform(machine.sharedTierLost())
-                }
-            }
+    /// Runs `work` on `loop`: at once when already there (the upstream
+    /// answers on the loop that asked), else through its queue.
+    private func onLoop(_ work: @escaping @Sendable () -> Void) {
+        if loop.inEventLoop { work() } else { _ = loop.execute(work) }
+    }
+
+    /// While a claimed fetch runs, its leases are renewed every
+    /// ``SharedTier/renewal``: a lease lapses only when this replica stops
+    /// (dies, or loses Redis).
+    private func armRenewal() {
+        guard renewalTimer == nil else { return }
+        renewalTimer = loop.scheduleTimer(after: SharedTier.renewal) { [self] in
+            renewalTimer = nil
+            let leased = machine.leased
+            guard !leased.isEmpty, !machine.isFinished else { return }
+            tier.renew(leased, scope: request.scope, token: token, on: connection)
+            armRenewal()
         }
     }
 
@@ -171,14 +175,24 @@ struct SharedTierSource: ProductSource {
     let tier: SharedTier
 
     func fetch(_ request: SourceRequest) async -> Result<SourcePage, ProductsFetchFailure> {
+        await withCheckedContinuation { continuation in
+            fetch(request) { continuation.resume(returning: $0) }
+        }
+    }
+
+    /// By callback, with no task: on a loop with the tier ready, a driver
+    /// on that loop; elsewhere the base source alone.
+    func fetch(_ request: SourceRequest, completion: @escaping @Sendable (Result<SourcePage, ProductsFetchFailure>) -> Void) {
         if let loop = EventLoop.current, let connection = tier.coalescingConnection() {
-            let driver = SharedClaimDriver(loop: loop, tier: tier, connection: connection, source: base, request: request)
-            return await driver.run()
+            SharedClaimDriver(loop: loop, tier: tier, connection: connection, source: base, request: request).run(completion: completion)
+            return
         }
-        let outcome = await base.fetch(request)
-        if case .success(let page) = outcome {
-            tier.store(page, scope: request.scope, identifiers: request.identifiers)
+        let tier = self.tier
+        base.fetch(request) { outcome in
+            if case .success(let page) = outcome {
+                tier.store(page, scope: request.scope, identifiers: request.identifiers)
+            }
+            completion(outcome)
         }
-        return outcome
     }
 }

@@ -6,21 +6,25 @@ import ProductsDomain
 /// commands, the upstream fetch, a loop timer) and reports back.
 ///
 /// The protocol, per identifier of one (app, country, language):
-/// 1. **Claim**: `SET claim token NX PX lapse` and, in the same round
-///    trip, `MGET` of the entries. An entry found answers at once (a
-///    claim won anyway is released); a claim won is fetched; a claim held by
-///    another replica is waited for.
-/// 2. **Fetch** what this replica claimed; then **publish**: store the
-///    entries (when they may be kept), release the claims (only if still
-///    ours) and publish the outcome, success or failure, on the outcomes
-///    channel, in that order on one connection.
-/// 3. **Wait** for another replica's outcome, at most until its claim must
-///    have lapsed (`UPSTREAM_TIMEOUT_MS` × (1 + `UPSTREAM_RETRIES`)) or the
-///    fetch's deadline; a lapse, or a "released" message, sends those
-///    identifiers back to step 1: a waiter takes over from a dead claimer.
+/// 1. **Claim**: a lease of 1 s on the identifier's claim key (taken when
+///    the key is free, or holds a "claim" longer than a lease, which no
+///    replica writes) and, in the same round trip, `MGET` of the entries.
+///    An entry found answers at once (a claim won anyway is released); a
+///    claim won is fetched; a claim held by another replica is waited for.
+/// 2. **Fetch** what this replica claimed, renewing the leases while the
+///    fetch runs; then **publish**: store the entries (when they may be
+///    kept), release the claims (only if still ours) and publish the
+///    outcome, success or failure, on the outcomes channel, in that order
+///    on one connection.
+/// 3. **Wait** for another replica's outcome, looking again (step 1: the
+///    entries and the claims) every `poll` (250 ms), until the fetch's
+///    deadline. A waiter never depends on one message: a claimer that died
+///    stops renewing, its lease lapses within 1 s, and the next look takes
+///    over; a lost message costs one poll. A "released" message looks
+///    again at once, at most once per ``minimumReclaimInterval``.
 ///
-/// Since the claimer releases before it publishes, a waiter that saw the
-/// claim (its `SET NX` failed) is registered before the message can come.
+/// A message that arrives before this replica's claim reply is kept and
+/// used if the reply says another replica holds the claim.
 /// When Redis cannot be asked, the identifiers are fetched without a claim
 /// (and nothing is published): the replica carries on alone. The same
 /// happens to identifiers being waited for once the tier is lost (the
@@ -30,7 +34,8 @@ struct SharedClaimStateMachine<Page> {
     typealias Outcome = Result<Page, ProductsFetchFailure>
 
     enum Action {
-        /// Claim these and read their entries, in one round trip.
+        /// Claim these (or renew the lease of those this replica holds)
+        /// and read their entries, in one round trip.
         case claim([String])
         /// Ask the upstream for these; `claimed` ones are published after.
         case fetch([String], claimed: Bool)
@@ -44,13 +49,26 @@ struct SharedClaimStateMachine<Page> {
         case finish([Outcome])
     }
 
-    private enum Status {
-        case claiming, fetching, waiting, resolved
+    private enum Status: Equatable {
+        case claiming
+        /// Fetched by this replica; `claimed`: under its lease.
+        case fetching(claimed: Bool)
+        case waiting
+        case resolved
     }
 
+    /// A "released" message looks again at once at most this often; more
+    /// wait for the next poll (forged messages cannot make a replica send
+    /// a claim per message).
+    static var minimumReclaimInterval: Duration { .milliseconds(50) }
+
     private let deadline: ContinuousClock.Instant
-    private let lapse: Duration
+    private let poll: Duration
     private var status: [String: Status] = [:]
+    /// Outcomes of other replicas that came while the claim round trip of
+    /// their identifiers was under way.
+    private var early: [String: Outcome] = [:]
+    private var lastClaim: ContinuousClock.Instant?
     private var unresolved: Int
     private var parts: [Outcome] = []
     private(set) var isFinished = false
@@ -59,19 +77,20 @@ struct SharedClaimStateMachine<Page> {
 
     /// - Parameters:
     ///   - deadline: the fetch's deadline; waiting never goes past it.
-    ///   - lapse: how long a claim lives (`PX`), so the longest wait before
-    ///     trying to take over.
-    init(identifiers: [String], deadline: ContinuousClock.Instant, lapse: Duration) {
+    ///   - poll: how long a wait lasts before looking again (250 ms).
+    init(identifiers: [String], deadline: ContinuousClock.Instant, poll: Duration) {
         self.deadline = deadline
-        self.lapse = lapse
+        self.poll = poll
         for identifier in identifiers { status[identifier] = .claiming }
         self.unresolved = status.count
     }
 
     /// The first round: claim everything.
-    mutating func start() -> [Action] {
+    mutating func start(now: ContinuousClock.Instant) -> [Action] {
         let all = status.keys.sorted()
-        return all.isEmpty ? finishIfDone() : [.claim(all)]
+        guard !all.isEmpty else { return finishIfDone() }
+        lastClaim = now
+        return [.claim(all)]
     }
 
     /// The claim round trip came back: `won` claims were ours to take,
@@ -85,16 +104,22 @@ struct SharedClaimStateMachine<Page> {
         var fetchAlone: [String] = []
         var wait = false
         var answered = false
+        var earlyParts: [(identifier: String, outcome: Outcome)] = []
         for identifier in identifiers where status[identifier] == .claiming {
+            let earlyOutcome = early.removeValue(forKey: identifier)
             if let entries, entries.identifiers.contains(identifier) {
                 resolve(identifier)
                 answered = true
                 if won.contains(identifier) { release.append(identifier) }
             } else if won.contains(identifier) {
-                status[identifier] = .fetching
+                status[identifier] = .fetching(claimed: true)
                 fetch.append(identifier)
+            } else if let earlyOutcome {
+                // Its holder published before this reply came back.
+                resolve(identifier)
+                earlyParts.append((identifier, earlyOutcome))
             } else if alone {
-                status[identifier] = .fetching
+                status[identifier] = .fetching(claimed: false)
                 fetchAlone.append(identifier)
             } else {
                 status[identifier] = .waiting
@@ -103,18 +128,35 @@ struct SharedClaimStateMachine<Page> {
         }
         if !fetchAlone.isEmpty { actions.append(.fetch(fetchAlone, claimed: false)) }
         if answered, let entries { parts.append(.success(entries.page)) }
+        // One part per outcome, however many identifiers it answered.
+        var seen: [Int] = []
+        for (index, part) in earlyParts.enumerated() where !seen.contains(where: { Self.same(earlyParts[$0].outcome, part.outcome) }) {
+            seen.append(index)
+            parts.append(part.outcome)
+        }
         if !release.isEmpty { actions.append(.release(release)) }
         if !fetch.isEmpty { actions.append(.fetch(fetch, claimed: true)) }
-        if wait { actions.append(.waitUntil(min(now + lapse, deadline))) }
+        if wait { actions.append(.waitUntil(min(now + poll, deadline))) }
         return actions + finishIfDone()
+    }
+
+    /// Whether two early outcomes are the same message's (compared by
+    /// case, as pages have no identity of their own: a repeated success is
+    /// harmless, as parts merge first-wins).
+    private static func same(_ first: Outcome, _ second: Outcome) -> Bool {
+        switch (first, second) {
+        case (.failure(let a), .failure(let b)): a == b
+        default: false
+        }
     }
 
     /// Redis could not be asked: fetch the identifiers without a claim.
     mutating func claimFailed(_ identifiers: [String]) -> [Action] {
         var fetch: [String] = []
         for identifier in identifiers where status[identifier] == .claiming {
-            status[identifier] = .fetching
+            status[identifier] = .fetching(claimed: false)
             fetch.append(identifier)
+            early[identifier] = nil
         }
         return fetch.isEmpty ? [] : [.fetch(fetch, claimed: false)]
     }
@@ -122,7 +164,8 @@ struct SharedClaimStateMachine<Page> {
     /// This replica's upstream fetch of `identifiers` ended.
     mutating func fetched(_ identifiers: [String], _ outcome: Outcome, claimed: Bool) -> [Action] {
         var resolvedAny = false
-        for identifier in identifiers where status[identifier] == .fetching {
+        for identifier in identifiers {
+            guard case .fetching? = status[identifier] else { continue }
             resolve(identifier)
             resolvedAny = true
         }
@@ -131,31 +174,46 @@ struct SharedClaimStateMachine<Page> {
         return publish + finishIfDone()
     }
 
-    /// Another replica published the outcome of `identifiers`.
+    /// Another replica published the outcome of `identifiers`. Waited-for
+    /// identifiers take it; those whose claim reply is still to come keep
+    /// it, in case the reply says another replica holds them.
     mutating func received(_ identifiers: [String], _ outcome: Outcome) -> [Action] {
         var resolvedAny = false
-        for identifier in identifiers where status[identifier] == .waiting {
-            resolve(identifier)
-            resolvedAny = true
+        for identifier in identifiers {
+            switch status[identifier] {
+            case .waiting?:
+                resolve(identifier)
+                resolvedAny = true
+            case .claiming?:
+                early[identifier] = outcome
+            default:
+                continue
+            }
         }
         if resolvedAny { parts.append(outcome) }
         return finishIfDone()
     }
 
     /// Another replica gave up its claims on `identifiers` without an
-    /// outcome (its own deadline passed): try to claim them now.
-    mutating func released(_ identifiers: [String]) -> [Action] {
+    /// outcome (its own deadline passed): look again now, unless a look
+    /// went out less than ``minimumReclaimInterval`` ago (the next poll
+    /// looks then).
+    mutating func released(_ identifiers: [String], now: ContinuousClock.Instant) -> [Action] {
+        if let lastClaim, now - lastClaim < Self.minimumReclaimInterval { return [] }
         var claim: [String] = []
         for identifier in identifiers where status[identifier] == .waiting {
             status[identifier] = .claiming
             claim.append(identifier)
         }
-        return claim.isEmpty ? [] : [.claim(claim)]
+        guard !claim.isEmpty else { return [] }
+        lastClaim = now
+        return [.claim(claim)]
     }
 
-    /// The lapse timer fired: past the deadline the waiting identifiers fail
-    /// with `cancelled`; before it, they are claimed again (take-over).
-    mutating func lapsed(now: ContinuousClock.Instant) -> [Action] {
+    /// The poll timer fired: past the deadline the waiting identifiers fail
+    /// with `cancelled`; before it, they are looked at again (the entries,
+    /// and the claims: a lapsed one is taken over).
+    mutating func pollDue(now: ContinuousClock.Instant) -> [Action] {
         let waiting = status.filter { $0.value == .waiting }.map(\.key).sorted()
         guard !waiting.isEmpty else { return [] }
         if now >= deadline {
@@ -164,6 +222,7 @@ struct SharedClaimStateMachine<Page> {
             return finishIfDone()
         }
         for identifier in waiting { status[identifier] = .claiming }
+        lastClaim = now
         return [.claim(waiting)]
     }
 
@@ -172,12 +231,21 @@ struct SharedClaimStateMachine<Page> {
     mutating func sharedTierLost() -> [Action] {
         alone = true
         let waiting = status.filter { $0.value == .waiting }.map(\.key).sorted()
-        for identifier in waiting { status[identifier] = .fetching }
+        for identifier in waiting { status[identifier] = .fetching(claimed: false) }
         return waiting.isEmpty ? [] : [.fetch(waiting, claimed: false)]
     }
 
     /// Whether any identifier still waits for another replica.
     var isWaiting: Bool { status.values.contains(.waiting) }
+
+    /// The identifiers this replica fetches under its lease: their leases
+    /// are renewed until the fetch ends.
+    var leased: [String] {
+        status.compactMap { identifier, status in
+            if case .fetching(claimed: true) = status { return identifier }
+            return nil
+        }.sorted()
+    }
 
     private mutating func resolve(_ identifier: String) {
         status[identifier] = .resolved

@@ -25,36 +25,68 @@ extension SharedTier {
         return 0
         """.utf8)
 
-    /// `SET claim token NX PX lapse` for each identifier, then one `MGET`
-    /// of their entries, pipelined: one round trip. `completion` gets nil
-    /// when Redis could not be asked or answered what does not parse.
+    /// Takes a lease of `ARGV[2]` ms for `ARGV[1]` on each claim key that
+    /// is free, holds no expiry, or holds a longer one than a lease (no
+    /// replica writes such a claim: it is ignored, and taken); renews the
+    /// lease of a key that already holds `ARGV[1]`. One integer per key:
+    /// 1 when this token holds it now, else 0.
+    static let claimScript = Array("""
+        local lease = tonumber(ARGV[2])
+        local won = {}
+        for i, key in ipairs(KEYS) do
+          local ttl = redis.call('PTTL', key)
+          if ttl == -2 or ttl == -1 or ttl > lease or redis.call('TYPE', key).ok ~= 'string' then
+            redis.call('SET', key, ARGV[1], 'PX', lease)
+            won[i] = 1
+          elseif redis.call('GET', key) == ARGV[1] then
+            redis.call('PEXPIRE', key, lease)
+            won[i] = 1
+          else
+            won[i] = 0
+          end
+        end
+        return won
+        """.utf8)
+
+    /// Renews the lease of each claim key that still holds `ARGV[1]`.
+    static let renewScript = Array("""
+        for _, key in ipairs(KEYS) do
+          if redis.call('GET', key) == ARGV[1] then redis.call('PEXPIRE', key, ARGV[2]) end
+        end
+        return 0
+        """.utf8)
+
+    /// The claim script (``claimScript``) for each identifier, then one
+    /// `MGET` of their entries, pipelined: one round trip. `completion` gets
+    /// nil when Redis could not be asked or answered what does not parse;
+    /// then the leases this round trip may have taken are released.
     func claim(_ identifiers: [String], scope: FetchScope, token: String, on connection: RedisConnection, completion: @escaping (ClaimReply?) -> Void) {
-        let lapse = Array(String(max(1, claimLapse.wholeMilliseconds)).utf8)
+        let lease = Array(String(Self.lease.wholeMilliseconds).utf8)
         let tokenBytes = Array(token.utf8)
-        let collector = ClaimCollector(count: identifiers.count + 1)
+        let collector = ClaimCollector(count: 2)
         let metrics = self.metrics
         let freshCap = Duration.seconds(maxTTLSeconds)
         let finish: () -> Void = {
-            guard let replies = collector.replies else {
+            guard let replies = collector.replies,
+                  case .array(let claims) = replies[0], claims.count == identifiers.count,
+                  case .array(let values) = replies[1], values.count == identifiers.count else {
                 metrics.recordSharedErrors(1)
+                // The script may have run, whatever came back.
+                self.release(identifiers, scope: scope, token: token, on: connection)
                 completion(nil)
                 return
             }
             var won = Set<String>()
             for (index, identifier) in identifiers.enumerated() {
-                switch replies[index] {
-                case .status("OK"): won.insert(identifier)
-                case .null: break
+                switch claims[index] {
+                case .integer(1): won.insert(identifier)
+                case .integer(0): break
                 default:
                     metrics.recordSharedErrors(1)
+                    self.release(identifiers, scope: scope, token: token, on: connection)
                     completion(nil)
                     return
                 }
-            }
-            guard case .array(let values) = replies[identifiers.count], values.count == identifiers.count else {
-                metrics.recordSharedErrors(1)
-                completion(nil)
-                return
             }
             let nowUnixMS = SharedTier.unixMilliseconds()
             var products: [String: EncodedJSON] = [:]
@@ -83,18 +115,32 @@ extension SharedTier {
             )
             completion(ClaimReply(won: won, entries: entries))
         }
-        for (index, identifier) in identifiers.enumerated() {
-            connection.send([Array("SET".utf8), keys.claim(scope, identifier), tokenBytes, Array("NX".utf8), Array("PX".utf8), lapse]) { result in
-                collector.record(result, at: index)
-                if collector.isComplete { finish() }
-            }
+        var script: [[UInt8]] = [Array("EVAL".utf8), Self.claimScript, Array(String(identifiers.count).utf8)]
+        script.reserveCapacity(identifiers.count + 5)
+        for identifier in identifiers { script.append(keys.claim(scope, identifier)) }
+        script.append(tokenBytes)
+        script.append(lease)
+        connection.send(script) { result in
+            collector.record(result, at: 0)
+            if collector.isComplete { finish() }
         }
         var mget: [[UInt8]] = [Array("MGET".utf8)]
         for identifier in identifiers { mget.append(keys.entry(scope, identifier)) }
         connection.send(mget) { result in
-            collector.record(result, at: identifiers.count)
+            collector.record(result, at: 1)
             if collector.isComplete { finish() }
         }
+    }
+
+    /// Renews the leases this token holds on `identifiers` while their
+    /// fetch runs; not waited for (a lease lost makes, at worst, a second
+    /// fetch by another replica).
+    func renew(_ identifiers: [String], scope: FetchScope, token: String, on connection: RedisConnection) {
+        var arguments: [[UInt8]] = [Array("EVAL".utf8), Self.renewScript, Array(String(identifiers.count).utf8)]
+        for identifier in identifiers { arguments.append(keys.claim(scope, identifier)) }
+        arguments.append(Array(token.utf8))
+        arguments.append(Array(String(Self.lease.wholeMilliseconds).utf8))
+        sendCounted(arguments, on: connection, what: "lease renewal")
     }
 
     /// After a claimed fetch: store the entries (when they may be kept),
@@ -125,7 +171,7 @@ extension SharedTier {
         sendCounted([Array("PUBLISH".utf8), Array(channel.utf8), message.encoded], on: connection, what: "publish")
     }
 
-    private func release(_ identifiers: [String], scope: FetchScope, token: String, on connection: RedisConnection) {
+    func release(_ identifiers: [String], scope: FetchScope, token: String, on connection: RedisConnection) {
         var arguments: [[UInt8]] = [Array("EVAL".utf8), Self.releaseScript, Array(String(identifiers.count).utf8)]
         for identifier in identifiers { arguments.append(keys.claim(scope, identifier)) }
         arguments.append(Array(token.utf8))

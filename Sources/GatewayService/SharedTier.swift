@@ -30,23 +30,30 @@ final class SharedTier: Sendable {
     let waiters: SharedOutcomeWaiters
     /// The outcomes channel: `{prefix}v1:outcomes`.
     let channel: String
-    /// How long a claim lives: `UPSTREAM_TIMEOUT_MS` × (1 + `UPSTREAM_RETRIES`).
-    let claimLapse: Duration
+    /// Whether fetches coalesce across replicas (claims, the outcomes
+    /// channel), besides sharing the cache.
+    let coalesces: Bool
+    /// How long a claim lives unless renewed: a replica that dies mid-fetch
+    /// holds its identifiers at most this long.
+    static let lease = Duration.seconds(1)
+    /// How often a renewal goes out while a claimed fetch runs.
+    static let renewal = Duration.milliseconds(300)
+    /// How long a waiter waits before looking at the entries and the claims
+    /// again: a lost message costs at most this.
+    static let poll = Duration.milliseconds(250)
     /// This replica's part of every claim token (random per process).
     let replicaToken: String
-    /// How often a waiting fetch checks that Redis still answers.
-    let probeInterval: Duration
     private let nextClaim = Atomic<Int>(0)
 
     /// - Parameters:
     ///   - loops: the gateway's loops; each gets its connection.
     ///   - maxTTLSeconds: `GATEWAY_CACHE_MAX_TTL_S` (0 stores nothing).
     ///   - maxStaleSeconds: `GATEWAY_CACHE_MAX_STALE_S`.
-    ///   - claimLapse: how long a claim lives (0 turns coalescing across
-    ///     replicas off: then no subscriber is made).
+    ///   - coalesces: whether fetches coalesce across replicas (false: the
+    ///     cache is shared, and no subscriber is made).
     ///   - upstreamMaxIDs: `UPSTREAM_MAX_IDS`: a message naming more
     ///     identifiers is dropped unread.
-    init(configuration: GatewayConfiguration.Redis, loops: [EventLoop], maxTTLSeconds: Int, maxStaleSeconds: Int, claimLapse: Duration = .zero, upstreamMaxIDs: Int = 1_000, metrics: GatewayMetrics, logger: Logger) {
+    init(configuration: GatewayConfiguration.Redis, loops: [EventLoop], maxTTLSeconds: Int, maxStaleSeconds: Int, coalesces: Bool = false, upstreamMaxIDs: Int = 1_000, metrics: GatewayMetrics, logger: Logger) {
         let endpoint = RedisEndpoint(
             host: configuration.host,
             port: configuration.port,
@@ -71,7 +78,7 @@ final class SharedTier: Sendable {
         self.waiters = waiters
         let subscriberReady = ReadyFlag()
         self.subscriberReady = subscriberReady
-        if claimLapse > .zero, let first = loops.first {
+        if coalesces, let first = loops.first {
             let subscriberObserver = SubscriberObserver(flag: subscriberReady, inner: observer, waiters: waiters)
             self.subscriber = RedisConnection(loop: first, endpoint: endpoint, observer: subscriberObserver, subscribingTo: [channel]) { _, payload in
                 waiters.dispatch(payload)
@@ -80,9 +87,8 @@ final class SharedTier: Sendable {
             self.subscriber = nil
         }
         self.channel = channel
-        self.claimLapse = claimLapse
+        self.coalesces = coalesces
         self.replicaToken = String(UInt64.random(in: 0...UInt64.max), radix: 36)
-        self.probeInterval = max(.milliseconds(200), .milliseconds(configuration.timeoutMS * 4))
         self.keys = SharedTierKeys(prefix: configuration.prefix)
         self.metrics = metrics
         self.log = log
@@ -386,7 +392,7 @@ extension SharedTier {
             loops: group.loops,
             maxTTLSeconds: configuration.cacheMaxTTLSeconds,
             maxStaleSeconds: configuration.cacheMaxStaleSeconds,
-            claimLapse: .milliseconds(configuration.upstreamTimeoutMS * (1 + configuration.upstreamRetries)),
+            coalesces: true,
             upstreamMaxIDs: configuration.upstreamMaxIDs,
             metrics: metrics,
             logger: logger

@@ -8,7 +8,7 @@ import Testing
 struct SharedClaimStateMachineTests {
     typealias Machine = SharedClaimStateMachine<String>
     static let t0 = ContinuousClock.now
-    static let lapse = Duration.seconds(6)
+    static let poll = Duration.milliseconds(250)
 
     /// The actions as comparable text.
     static func describe(_ actions: [Machine.Action]) -> [String] {
@@ -18,7 +18,7 @@ struct SharedClaimStateMachineTests {
             case .fetch(let ids, let claimed): "fetch \(ids.sorted()) claimed=\(claimed)"
             case .publish(let ids, let outcome): "publish \(ids.sorted()) \(describe(outcome))"
             case .release(let ids): "release \(ids.sorted())"
-            case .waitUntil(let instant): "wait +\((instant - t0).components.seconds)s"
+            case .waitUntil(let instant): "wait +\(Int((instant - t0) / .milliseconds(1)))ms"
             case .finish(let parts): "finish \(parts.map(describe))"
             }
         }
@@ -32,12 +32,12 @@ struct SharedClaimStateMachineTests {
     }
 
     static func machine(_ ids: [String], deadline: Duration = .seconds(5)) -> Machine {
-        Machine(identifiers: ids, deadline: t0 + deadline, lapse: lapse)
+        Machine(identifiers: ids, deadline: t0 + deadline, poll: poll)
     }
 
     @Test func aReplicaThatWinsEveryClaimFetchesAndPublishes() {
         var machine = Self.machine(["a", "b"])
-        #expect(Self.describe(machine.start()) == ["claim [\"a\", \"b\"]"])
+        #expect(Self.describe(machine.start(now: Self.t0)) == ["claim [\"a\", \"b\"]"])
         #expect(Self.describe(machine.claimed(["a", "b"], won: ["a", "b"], entries: nil, now: Self.t0)) == ["fetch [\"a\", \"b\"] claimed=true"])
         #expect(Self.describe(machine.fetched(["a", "b"], .success("page-ab"), claimed: true)) == [
             "publish [\"a\", \"b\"] page-ab", "finish [\"page-ab\"]",
@@ -50,8 +50,8 @@ struct SharedClaimStateMachineTests {
     @Test(arguments: [Machine.Outcome.success("their-page"), .failure(.serviceUnavailable(upstreamStatus: 503, retryAfterSeconds: nil))])
     func aReplicaThatFindsAClaimWaitsForItsOutcome(outcome: Machine.Outcome) {
         var machine = Self.machine(["a"])
-        _ = machine.start()
-        #expect(Self.describe(machine.claimed(["a"], won: [], entries: nil, now: Self.t0)) == ["wait +5s"])
+        _ = machine.start(now: Self.t0)
+        #expect(Self.describe(machine.claimed(["a"], won: [], entries: nil, now: Self.t0)) == ["wait +250ms"])
         #expect(machine.isWaiting)
         // A message about other identifiers changes nothing.
         #expect(Self.describe(machine.received(["z"], .success("other"))).isEmpty)
@@ -60,60 +60,93 @@ struct SharedClaimStateMachineTests {
 
     @Test func partlyOwnedPartlyWaitedPartlyFound() {
         var machine = Self.machine(["a", "b", "c", "d"], deadline: .seconds(30))
-        _ = machine.start()
+        _ = machine.start(now: Self.t0)
         let actions = machine.claimed(["a", "b", "c", "d"], won: ["a", "d"], entries: (page: "cached-cd", identifiers: ["c", "d"]), now: Self.t0)
         // d: won, but an entry answered it: released; c: held elsewhere but
-        // answered by its entry; a fetched; b waited for (lapse 6 s).
-        #expect(Self.describe(actions) == ["release [\"d\"]", "fetch [\"a\"] claimed=true", "wait +6s"])
+        // answered by its entry; a fetched; b waited for (a poll, 250 ms).
+        #expect(Self.describe(actions) == ["release [\"d\"]", "fetch [\"a\"] claimed=true", "wait +250ms"])
+        #expect(machine.leased == ["a"])
         #expect(Self.describe(machine.fetched(["a"], .success("mine-a"), claimed: true)) == ["publish [\"a\"] mine-a"])
         #expect(Self.describe(machine.received(["b"], .success("theirs-b"))) == ["finish [\"cached-cd\", \"mine-a\", \"theirs-b\"]"])
     }
 
-    /// The claimer died: its claim lapses, the waiter claims again, wins,
-    /// and fetches itself.
-    @Test func aLapsedClaimIsTakenOver() {
+    /// The claimer died: it stops renewing, its lease lapses, and the
+    /// waiter's next poll (every 250 ms) takes over and fetches itself.
+    @Test func aLapsedClaimIsTakenOverAtAPoll() {
         var machine = Self.machine(["a"], deadline: .seconds(30))
-        _ = machine.start()
-        #expect(Self.describe(machine.claimed(["a"], won: [], entries: nil, now: Self.t0)) == ["wait +6s"])
-        #expect(Self.describe(machine.lapsed(now: Self.t0 + .seconds(6))) == ["claim [\"a\"]"])
-        #expect(Self.describe(machine.claimed(["a"], won: ["a"], entries: nil, now: Self.t0 + .seconds(6))) == ["fetch [\"a\"] claimed=true"])
+        _ = machine.start(now: Self.t0)
+        #expect(Self.describe(machine.claimed(["a"], won: [], entries: nil, now: Self.t0)) == ["wait +250ms"])
+        // Still held at the first poll: wait again.
+        #expect(Self.describe(machine.pollDue(now: Self.t0 + .milliseconds(250))) == ["claim [\"a\"]"])
+        #expect(Self.describe(machine.claimed(["a"], won: [], entries: nil, now: Self.t0 + .milliseconds(250))) == ["wait +500ms"])
+        // Lapsed by the fifth: won.
+        #expect(Self.describe(machine.pollDue(now: Self.t0 + .milliseconds(1250))) == ["claim [\"a\"]"])
+        #expect(Self.describe(machine.claimed(["a"], won: ["a"], entries: nil, now: Self.t0 + .milliseconds(1250))) == ["fetch [\"a\"] claimed=true"])
+        #expect(machine.leased == ["a"])
         #expect(Self.describe(machine.fetched(["a"], .success("mine"), claimed: true)) == ["publish [\"a\"] mine", "finish [\"mine\"]"])
+        #expect(machine.leased.isEmpty)
     }
 
-    /// Another replica took over first: wait again.
-    @Test func aTakeOverLostWaitsAgain() {
-        var machine = Self.machine(["a"], deadline: .seconds(30))
-        _ = machine.start()
-        _ = machine.claimed(["a"], won: [], entries: nil, now: Self.t0)
-        _ = machine.lapsed(now: Self.t0 + .seconds(6))
-        #expect(Self.describe(machine.claimed(["a"], won: [], entries: nil, now: Self.t0 + .seconds(6))) == ["wait +12s"])
+    /// A lost message (a dropped connection, a refused PUBLISH) costs one
+    /// poll: the entry the other replica stored answers the next look.
+    @Test func aLostMessageCostsOnePoll() {
+        var machine = Self.machine(["a", "b"], deadline: .seconds(30))
+        _ = machine.start(now: Self.t0)
+        _ = machine.claimed(["a", "b"], won: [], entries: nil, now: Self.t0)
+        #expect(Self.describe(machine.pollDue(now: Self.t0 + .milliseconds(250))) == ["claim [\"a\", \"b\"]"])
+        #expect(Self.describe(machine.claimed(["a", "b"], won: [], entries: (page: "stored-ab", identifiers: ["a", "b"]), now: Self.t0 + .milliseconds(250))) == [
+            "finish [\"stored-ab\"]",
+        ])
     }
 
     /// Waiting never outlives the fetch's deadline.
     @Test func waitingEndsAtTheDeadline() {
-        var machine = Self.machine(["a", "b"], deadline: .seconds(2))
-        _ = machine.start()
-        #expect(Self.describe(machine.claimed(["a", "b"], won: ["a"], entries: nil, now: Self.t0)) == ["fetch [\"a\"] claimed=true", "wait +2s"])
+        var machine = Self.machine(["a", "b"], deadline: .milliseconds(200))
+        _ = machine.start(now: Self.t0)
+        #expect(Self.describe(machine.claimed(["a", "b"], won: ["a"], entries: nil, now: Self.t0)) == ["fetch [\"a\"] claimed=true", "wait +200ms"])
         // b fails with cancelled; nothing to do until a's own fetch ends.
-        #expect(Self.describe(machine.lapsed(now: Self.t0 + .seconds(2))).isEmpty)
+        #expect(Self.describe(machine.pollDue(now: Self.t0 + .milliseconds(200))).isEmpty)
         #expect(!machine.isWaiting)
         #expect(!machine.isFinished)
         #expect(Self.describe(machine.fetched(["a"], .success("mine"), claimed: true)) == ["publish [\"a\"] mine", "finish [\"cancelled\", \"mine\"]"])
     }
 
-    /// The claimer gave up (its caller's deadline): waiters claim at once.
-    @Test func aReleaseSendsWaitersBackToClaiming() {
+    /// The claimer gave up (its caller's deadline): waiters look again at
+    /// once, but not more than once per 50 ms, however many such messages
+    /// come (forged ones included): the poll looks then.
+    @Test func aReleaseSendsWaitersBackToClaimingAtMostOncePerInterval() {
         var machine = Self.machine(["a"])
-        _ = machine.start()
+        _ = machine.start(now: Self.t0)
         _ = machine.claimed(["a"], won: [], entries: nil, now: Self.t0)
-        #expect(Self.describe(machine.released(["a"])) == ["claim [\"a\"]"])
-        #expect(Self.describe(machine.released(["a"])).isEmpty)
+        #expect(Self.describe(machine.released(["a"], now: Self.t0 + .milliseconds(10))).isEmpty)
+        #expect(Self.describe(machine.released(["a"], now: Self.t0 + .milliseconds(60))) == ["claim [\"a\"]"])
+        #expect(Self.describe(machine.released(["a"], now: Self.t0 + .milliseconds(200))).isEmpty)
+        _ = machine.claimed(["a"], won: [], entries: nil, now: Self.t0 + .milliseconds(61))
+        for millisecond in 62..<100 {
+            #expect(Self.describe(machine.released(["a"], now: Self.t0 + .milliseconds(millisecond))).isEmpty)
+        }
+    }
+
+    /// An outcome that arrives before this replica's claim reply is kept:
+    /// the reply says another replica held the claim, and that outcome is
+    /// the answer (no wait for a poll).
+    @Test func anOutcomeBeforeTheClaimReplyIsKept() {
+        var machine = Self.machine(["a", "b"], deadline: .seconds(30))
+        _ = machine.start(now: Self.t0)
+        #expect(Self.describe(machine.received(["a"], .success("theirs-a"))).isEmpty)
+        #expect(Self.describe(machine.claimed(["a", "b"], won: ["b"], entries: nil, now: Self.t0)) == ["fetch [\"b\"] claimed=true"])
+        #expect(Self.describe(machine.fetched(["b"], .success("mine-b"), claimed: true)) == ["publish [\"b\"] mine-b", "finish [\"theirs-a\", \"mine-b\"]"])
+        // Won: an early outcome is not used (this replica fetches).
+        var won = Self.machine(["a"])
+        _ = won.start(now: Self.t0)
+        _ = won.received(["a"], .success("theirs"))
+        #expect(Self.describe(won.claimed(["a"], won: ["a"], entries: nil, now: Self.t0)) == ["fetch [\"a\"] claimed=true"])
     }
 
     /// Redis could not be asked: fetch alone, publish nothing.
     @Test func withoutRedisTheReplicaFetchesAlone() {
         var machine = Self.machine(["a", "b"])
-        _ = machine.start()
+        _ = machine.start(now: Self.t0)
         #expect(Self.describe(machine.claimFailed(["a", "b"])) == ["fetch [\"a\", \"b\"] claimed=false"])
         #expect(Self.describe(machine.fetched(["a", "b"], .failure(.connectionError(detail: "down")), claimed: false)) == ["finish [\"connectionError\"]"])
     }
@@ -122,7 +155,7 @@ struct SharedClaimStateMachineTests {
     /// a stalled Redis failed): fetch alone at once, and wait no more.
     @Test func losingTheTierEndsEveryWait() {
         var machine = Self.machine(["a", "b", "c"], deadline: .seconds(30))
-        _ = machine.start()
+        _ = machine.start(now: Self.t0)
         _ = machine.claimed(["a", "b"], won: [], entries: nil, now: Self.t0)
         #expect(Self.describe(machine.sharedTierLost()) == ["fetch [\"a\", \"b\"] claimed=false"])
         #expect(!machine.isWaiting)
@@ -135,10 +168,10 @@ struct SharedClaimStateMachineTests {
     /// A finished machine never finishes twice; late messages are ignored.
     @Test func lateEventsAfterTheFinishAreIgnored() {
         var machine = Self.machine(["a"])
-        _ = machine.start()
+        _ = machine.start(now: Self.t0)
         _ = machine.claimed(["a"], won: [], entries: nil, now: Self.t0)
         _ = machine.received(["a"], .success("p"))
         #expect(Self.describe(machine.received(["a"], .success("again"))).isEmpty)
-        #expect(Self.describe(machine.lapsed(now: Self.t0 + .seconds(9))).isEmpty)
+        #expect(Self.describe(machine.pollDue(now: Self.t0 + .seconds(9))).isEmpty)
     }
 }

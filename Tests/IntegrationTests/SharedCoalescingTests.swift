@@ -118,13 +118,84 @@ struct SharedCoalescingTests {
     /// Waiting for another replica never outlives the call's own deadline.
     @Test func aWaitEndsWithTheCallsDeadline() async throws {
         try await SharedTierScenario.run(replicas: 1, environment: ["GATEWAY_REQUEST_TIMEOUT_MS": "600"]) { upstream, gateways, redis in
-            try redis.cli("SET", "test-gw:v1:c:demo:DE:-:coins_100", "dead-replica", "PX", "20000")
+            // A lease (1 s) that outlives the call's deadline.
+            try redis.cli("SET", "test-gw:v1:c:demo:DE:-:coins_100", "live-replica", "PX", "1000")
             let started = ContinuousClock.now
             let answer = try await gateways[0].fetchProducts(["coins_100"])
             let took = ContinuousClock.now - started
             #expect(answer.reason == "cancelled")
             #expect(took < .milliseconds(3000), "took \(took)")
             #expect(upstream.upstream.requests.isEmpty)
+        }
+    }
+
+    /// A "claim" longer than a lease was written by no replica (a forged
+    /// key, an older format): it is not a claim, and the replica fetches at
+    /// once instead of waiting on it.
+    @Test func aClaimLongerThanALeaseIsIgnored() async throws {
+        try await SharedTierScenario.run(replicas: 1) { upstream, gateways, redis in
+            try redis.cli("SET", "test-gw:v1:c:demo:DE:-:coins_100", "forged", "PX", "600000")
+            let started = ContinuousClock.now
+            let answer = try await gateways[0].fetchProducts(["coins_100"])
+            #expect(answer.productIDs == ["coins_100"])
+            #expect(ContinuousClock.now - started < .milliseconds(1000))
+            #expect(upstream.upstream.requests.count == 1)
+            // Released when the fetch ended.
+            #expect(try redis.keys("test-gw:v1:c:*").isEmpty)
+        }
+    }
+
+    /// With PUBLISH refused (an ACL), no outcome message ever comes: the
+    /// waiting replicas find the claimer's stored entries at their next look
+    /// (every 250 ms), not at their deadline.
+    @Test func withPublishRefusedWaitersAnswerWithinAPoll() async throws {
+        try await SharedTierScenario.run(replicas: 2) { upstream, gateways, redis in
+            upstream.upstream.setCacheControl("max-age=30")
+            upstream.upstream.setStandingFault(.delay(milliseconds: 600))
+            try redis.cli("ACL", "SETUSER", "default", "-publish")
+            let started = ContinuousClock.now
+            let answers = try await Self.herd(gateways, calls: 10)
+            let took = ContinuousClock.now - started
+            #expect(answers.allSatisfy { $0.productIDs == ["premium_monthly", "coins_100"] })
+            #expect(upstream.upstream.requests.count == 1)
+            // The fetch (600 ms), a poll (250 ms) and a margin; the deadline is 5 s.
+            #expect(took < .milliseconds(2500), "took \(took)")
+            // The refused PUBLISH is counted.
+            let first = try await gateways[0].metricValue("gateway_shared_cache_errors_total") ?? 0
+            let second = try await gateways[1].metricValue("gateway_shared_cache_errors_total") ?? 0
+            #expect(first + second >= 1)
+        }
+    }
+
+    /// A replica killed (SIGKILL) mid-fetch stops renewing its lease; the
+    /// replica waiting on it takes over within the lease (1 s) and a poll,
+    /// and answers inside its own deadline.
+    @Test func aReplicaKilledMidFetchIsReplacedWithinALease() async throws {
+        try await SharedTierScenario.run(replicas: 1) { upstream, gateways, redis in
+            upstream.upstream.setCacheControl("max-age=30")
+            // The doomed replica's call hangs upstream.
+            upstream.upstream.enqueue(.delay(milliseconds: 8000))
+            var environment = upstream.gatewayEnvironment(["GATEWAY_REDIS_URL": redis.url(), "GATEWAY_REDIS_PREFIX": "test-gw:", "GATEWAY_REDIS_TIMEOUT_MS": "2000"])
+            environment["GATEWAY_LISTEN"] = nil
+            let doomed = try await GatewayProcess.start(environment)
+            try await UpstreamScenario.waitFor("the doomed replica's tier") {
+                (try? await TestHTTP.get(port: doomed.port, path: "/metrics").bodyText.contains("gateway_shared_tier_connections 2")) == true
+            }
+            let doomedCall = Task { try? await doomed.rpc(UpstreamScenario.request(["coins_100"], country: "DE", language: nil)) }
+            try await UpstreamScenario.waitFor("the doomed replica's claim") {
+                (try? redis.keys("test-gw:v1:c:*").count) == 1 && upstream.upstream.requests.count == 1
+            }
+            async let waiting = gateways[0].fetchProducts(["coins_100"])
+            try await Task.sleep(for: .milliseconds(300))
+            let killed = ContinuousClock.now
+            doomed.sendSignal(SIGKILL)
+            let answer = try await waiting
+            let afterKill = ContinuousClock.now - killed
+            doomedCall.cancel()
+            #expect(answer.productIDs == ["coins_100"], "\(answer.body)")
+            #expect(upstream.upstream.requests.count == 2)
+            // The lease lapses within 1 s of the kill; the next poll takes over.
+            #expect(afterKill < .milliseconds(2000), "answered \(afterKill) after the kill")
         }
     }
 }
