@@ -25,6 +25,17 @@ public struct SourceRequest: Sendable {
     public let requestID: String
     /// Retries stop here.
     public let deadline: ContinuousClock.Instant
+    /// Leases the shared tier's lookup already took for some of
+    /// `identifiers`, which the fetch adopts.
+    var preclaim: SharedPreclaim?
+
+    init(scope: FetchScope, identifiers: [String], requestID: String, deadline: ContinuousClock.Instant, preclaim: SharedPreclaim? = nil) {
+        self.scope = scope
+        self.identifiers = identifiers
+        self.requestID = requestID
+        self.deadline = deadline
+        self.preclaim = preclaim
+    }
 }
 
 /// An upstream answer, its products encoded, with how long it may be reused.

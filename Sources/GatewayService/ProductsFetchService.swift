@@ -82,7 +82,8 @@ public final class ProductsFetchService: Sendable {
         var missing = call.missing
         if !missing.isEmpty, let sharedTier {
             if let found = await sharedTier.lookup(scope: call.scope, identifiers: missing) {
-                missing = absorbShared(found, asked: missing, into: &call)
+                call.preclaim = found.claims
+                missing = absorbShared(found.entries, asked: missing, into: &call)
             }
         }
         return rpcOutcome(await fetchMissing(missing, for: &call), requestID: requestID, logger: logger())
@@ -128,11 +129,13 @@ public final class ProductsFetchService: Sendable {
             }
             sharedTier.lookup(scope: call.scope, identifiers: missing) { [self] found in
                 var call = call
-                let still = found.map { absorbShared($0, asked: missing, into: &call) } ?? missing
+                call.preclaim = found?.claims
+                let still = found.map { absorbShared($0.entries, asked: missing, into: &call) } ?? missing
                 guard still.isEmpty else {
                     fetchRest(still, for: call, logger: logger, answer: answer)
                     return
                 }
+                releaseLeases(of: &call)
                 answer(.success(.encoded(call.result)))
             }
         }
@@ -206,7 +209,8 @@ public final class ProductsFetchService: Sendable {
         metrics.recordCacheHits(hits)
         if !stale.isEmpty {
             metrics.recordStaleIdentifiers(stale.count)
-            revalidate(stale, scope: call.scope, requestID: requestID, deadline: call.deadline)
+            var none: SharedPreclaim?
+            revalidate(stale, scope: call.scope, requestID: requestID, deadline: call.deadline, preclaim: &none)
         }
         return call
     }
@@ -214,12 +218,18 @@ public final class ProductsFetchService: Sendable {
     /// Claims `missing` (joining fetches already running), waits for each
     /// fetch until the call's deadline, and gives the call's `result`.
     private func fetchMissing(_ missing: [String], for call: inout CallInProgress) async -> Result<EncodedJSON, ProductsFetchFailure> {
-        guard !missing.isEmpty else { return .success(call.result) }
+        guard !missing.isEmpty else {
+            releaseLeases(of: &call)
+            return .success(call.result)
+        }
         // A batch that waited for its turn past the deadline starts no fetch.
-        guard ContinuousClock.now < call.deadline else { return .failure(deadlineFailure) }
+        guard ContinuousClock.now < call.deadline else {
+            releaseLeases(of: &call)
+            return .failure(deadlineFailure)
+        }
         let claim = coalescer.claim(scope: call.scope, identifiers: missing, chunkSize: settings.upstreamMaxIDs)
         metrics.recordCoalesced(claim.joinedIdentifierCount)
-        for fetch in claim.started { start(fetch, requestID: call.requestID, deadline: call.deadline) }
+        startFetches(claim.started, for: &call)
         var failures: [ProductsFetchFailure] = []
         for fetch in claim.fetches {
             let outcome = await fetch.outcome(until: call.deadline, onDeadline: waitDeadlineFailure)
@@ -233,10 +243,14 @@ public final class ProductsFetchService: Sendable {
     /// same claim, the same waits one fetch after another (each until the
     /// call's deadline), the same merge; `completion` runs once, on `loop`.
     private func fetchMissing(_ missing: [String], for call: CallInProgress, on loop: EventLoop, completion: @escaping @Sendable (Result<EncodedJSON, ProductsFetchFailure>) -> Void) {
-        guard !missing.isEmpty else { return completion(.success(call.result)) }
+        var call = call
+        guard !missing.isEmpty else {
+            releaseLeases(of: &call)
+            return completion(.success(call.result))
+        }
         let claim = coalescer.claim(scope: call.scope, identifiers: missing, chunkSize: settings.upstreamMaxIDs)
         metrics.recordCoalesced(claim.joinedIdentifierCount)
-        for fetch in claim.started { start(fetch, requestID: call.requestID, deadline: call.deadline) }
+        startFetches(claim.started, for: &call)
         wait(for: claim.fetches[...], call: call, failures: [], on: loop, completion: completion)
     }
 
@@ -319,7 +333,7 @@ public final class ProductsFetchService: Sendable {
             _ = cache.lookup(scope: call.scope, identifiers: identifiers, now: .now, into: &call.answers, revalidating: &revalidating)
             if !revalidating.isEmpty {
                 metrics.recordStaleIdentifiers(revalidating.count)
-                revalidate(revalidating, scope: call.scope, requestID: call.requestID, deadline: call.deadline)
+                revalidate(revalidating, scope: call.scope, requestID: call.requestID, deadline: call.deadline, preclaim: &call.preclaim)
             }
         }
         return call.missing
@@ -329,9 +343,35 @@ public final class ProductsFetchService: Sendable {
     /// answered stale, coalesced like any fetch (an identifier already being
     /// fetched is not asked again). Nobody waits for it; its success
     /// refreshes the cache, its failure is forgotten.
-    private func revalidate(_ identifiers: [String], scope: FetchScope, requestID: String, deadline: ContinuousClock.Instant) {
+    private func revalidate(_ identifiers: [String], scope: FetchScope, requestID: String, deadline: ContinuousClock.Instant, preclaim: inout SharedPreclaim?) {
         let claim = coalescer.claim(scope: scope, identifiers: identifiers, chunkSize: settings.upstreamMaxIDs)
-        for fetch in claim.started { start(fetch, requestID: requestID, deadline: deadline) }
+        for fetch in claim.started { start(fetch, requestID: requestID, deadline: deadline, preclaim: adopt(fetch, from: &preclaim)) }
+    }
+
+    /// Starts a call's new fetches, each with the leases the call's lookup
+    /// took for its identifiers; leases no fetch adopted are released.
+    private func startFetches(_ started: [SharedFetch], for call: inout CallInProgress) {
+        for fetch in started {
+            start(fetch, requestID: call.requestID, deadline: call.deadline, preclaim: adopt(fetch, from: &call.preclaim))
+        }
+        releaseLeases(of: &call)
+    }
+
+    /// The leases of `fetch`'s identifiers, taken out of `preclaim`.
+    private func adopt(_ fetch: SharedFetch, from preclaim: inout SharedPreclaim?) -> SharedPreclaim? {
+        guard let all = preclaim, let part = all.restricted(to: fetch.identifiers) else { return nil }
+        preclaim?.won.subtract(part.won)
+        preclaim?.held.subtract(part.held)
+        return part
+    }
+
+    /// Gives back the leases of the call's lookup that no fetch adopted (an
+    /// identifier answered from an entry after all, or joined to a fetch
+    /// already running).
+    private func releaseLeases(of call: inout CallInProgress) {
+        guard let preclaim = call.preclaim else { return }
+        call.preclaim = nil
+        sharedTier?.release(preclaim)
     }
 
     /// Starts a shared fetch, owned by no caller, so a caller leaving never
@@ -340,8 +380,9 @@ public final class ProductsFetchService: Sendable {
     /// loop when there is one (the upstream by callback, with no task;
     /// other sources in a task on that loop), so the fetch, its upstream
     /// exchange and its timers stay on the loop of the call that started it.
-    private func start(_ fetch: SharedFetch, requestID: String, deadline: ContinuousClock.Instant) {
-        let request = SourceRequest(scope: fetch.scope, identifiers: fetch.identifiers, requestID: requestID, deadline: deadline)
+    private func start(_ fetch: SharedFetch, requestID: String, deadline: ContinuousClock.Instant, preclaim: SharedPreclaim? = nil) {
+        var request = SourceRequest(scope: fetch.scope, identifiers: fetch.identifiers, requestID: requestID, deadline: deadline)
+        request.preclaim = preclaim
         let source = self.source
         let cache = self.cache
         let coalescer = self.coalescer
@@ -383,6 +424,9 @@ private struct CallInProgress: Sendable {
     /// One slot per requested identifier, in request order: a product's
     /// bytes, `.unknown`, or nil while nothing answered it yet.
     var answers: [ProductAnswer?]
+    /// The leases the shared tier's lookup took for the call, until the
+    /// fetches it starts adopt them.
+    var preclaim: SharedPreclaim?
 
     init(identifiers: [String], scope: FetchScope, region: ResolvedRegion, requestID: String, deadline: ContinuousClock.Instant) {
         self.identifiers = identifiers

@@ -31,8 +31,13 @@ final class SharedClaimDriver: @unchecked Sendable {
         self.connection = connection
         self.source = source
         self.request = request
-        self.token = tier.makeClaimToken()
-        self.machine = SharedClaimStateMachine(identifiers: request.identifiers, deadline: request.deadline, poll: SharedTier.poll)
+        // Leases the call's lookup took are this fetch's: it renews,
+        // releases and publishes them under the lookup's token.
+        self.token = request.preclaim?.token ?? tier.makeClaimToken()
+        self.machine = SharedClaimStateMachine(
+            identifiers: request.identifiers, deadline: request.deadline, poll: SharedTier.poll,
+            won: request.preclaim?.won ?? [], held: request.preclaim?.held ?? []
+        )
     }
 
     /// Runs the fetch: `completion` gets its outcome, from this replica's
@@ -188,6 +193,7 @@ struct SharedTierSource: ProductSource {
             return
         }
         let tier = self.tier
+        if let preclaim = request.preclaim { tier.release(preclaim) }
         base.fetch(request) { outcome in
             if case .success(let page) = outcome {
                 tier.store(page, scope: request.scope, identifiers: request.identifiers)

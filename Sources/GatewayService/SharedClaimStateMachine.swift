@@ -78,19 +78,32 @@ struct SharedClaimStateMachine<Page> {
     /// - Parameters:
     ///   - deadline: the fetch's deadline; waiting never goes past it.
     ///   - poll: how long a wait lasts before looking again (250 ms).
-    init(identifiers: [String], deadline: ContinuousClock.Instant, poll: Duration) {
+    ///   - won: identifiers whose lease the call's lookup already took
+    ///     (fetched at once); `held`: those it found another replica
+    ///     holding (waited for). The rest are claimed first.
+    init(identifiers: [String], deadline: ContinuousClock.Instant, poll: Duration, won: Set<String> = [], held: Set<String> = []) {
         self.deadline = deadline
         self.poll = poll
-        for identifier in identifiers { status[identifier] = .claiming }
+        for identifier in identifiers {
+            status[identifier] = won.contains(identifier) ? .fetching(claimed: true) : held.contains(identifier) ? .waiting : .claiming
+        }
         self.unresolved = status.count
     }
 
-    /// The first round: claim everything.
+    /// The first round: fetch what the lookup won, wait for what it found
+    /// held, claim the rest.
     mutating func start(now: ContinuousClock.Instant) -> [Action] {
-        let all = status.keys.sorted()
-        guard !all.isEmpty else { return finishIfDone() }
-        lastClaim = now
-        return [.claim(all)]
+        guard unresolved > 0 else { return finishIfDone() }
+        var actions: [Action] = []
+        let fetch = status.filter { $0.value == .fetching(claimed: true) }.map(\.key).sorted()
+        if !fetch.isEmpty { actions.append(.fetch(fetch, claimed: true)) }
+        let claim = status.filter { $0.value == .claiming }.map(\.key).sorted()
+        if !claim.isEmpty {
+            lastClaim = now
+            actions.append(.claim(claim))
+        }
+        if status.values.contains(.waiting) { actions.append(.waitUntil(min(now + poll, deadline))) }
+        return actions
     }
 
     /// The claim round trip came back: `won` claims were ours to take,

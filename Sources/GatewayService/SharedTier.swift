@@ -143,30 +143,122 @@ final class SharedTier: Sendable {
         return connection
     }
 
-    /// One `MGET` of `identifiers`' entries: each slot is the entry Redis
-    /// holds, or nil (none, or one that does not parse: ignored and
-    /// counted). Nil as a whole when Redis could not be asked.
-    func lookup(scope: FetchScope, identifiers: [String]) async -> [SharedCacheEntry?]? {
+    /// What one lookup found: each identifier's entry (nil: none, or one
+    /// that does not parse, ignored and counted), and, when the lookup
+    /// claimed, the leases it took for those without a fresh entry.
+    struct Lookup: Sendable {
+        var entries: [SharedCacheEntry?]
+        var claims: SharedPreclaim?
+    }
+
+    /// ``lookup(scope:identifiers:completion:)`` for a caller in a task.
+    func lookup(scope: FetchScope, identifiers: [String]) async -> Lookup? {
         await withCheckedContinuation { continuation in
             lookup(scope: scope, identifiers: identifiers) { continuation.resume(returning: $0) }
         }
     }
 
-    /// ``lookup(scope:identifiers:)`` for a call that runs on its loop
-    /// without a task: `completion` runs on this loop, once, when Redis has
-    /// answered (or at once when it cannot be asked).
-    func lookup(scope: FetchScope, identifiers: [String], completion: @escaping @Sendable ([SharedCacheEntry?]?) -> Void) {
+    /// The entries of `identifiers` and, when fetches coalesce across
+    /// replicas, a lease on each that has no fresh entry, in one round trip
+    /// (``lookupScript``): a miss costs one Redis round trip before the
+    /// upstream. `completion` runs on this loop, once, when Redis has
+    /// answered (or at once, with nil, when it cannot be asked). The leases
+    /// belong to the fetches the caller starts (``SharedPreclaim``); those it
+    /// does not start must be released (``release(_:)``).
+    func lookup(scope: FetchScope, identifiers: [String], completion: @escaping @Sendable (Lookup?) -> Void) {
         // `GATEWAY_CACHE_MAX_TTL_S=0`: nothing is reused, from memory or Redis.
         guard maxTTLSeconds > 0, let connection = readyConnection() else {
             completion(nil)
             return
         }
-        var arguments: [[UInt8]] = [Array("MGET".utf8)]
-        arguments.reserveCapacity(identifiers.count + 1)
-        for identifier in identifiers { arguments.append(keys.entry(scope, identifier)) }
-        connection.send(arguments) { [self] reply in
-            completion(entries(of: reply, identifiers: identifiers))
+        guard coalescingConnection() != nil else {
+            var arguments: [[UInt8]] = [Array("MGET".utf8)]
+            arguments.reserveCapacity(identifiers.count + 1)
+            for identifier in identifiers { arguments.append(keys.entry(scope, identifier)) }
+            connection.send(arguments) { [self] reply in
+                completion(entries(of: reply, identifiers: identifiers).map { Lookup(entries: $0, claims: nil) })
+            }
+            return
         }
+        let token = makeClaimToken()
+        var arguments: [[UInt8]] = [Array("EVAL".utf8), Self.lookupScript, Array(String(2 * identifiers.count).utf8)]
+        arguments.reserveCapacity(2 * identifiers.count + 7)
+        for identifier in identifiers { arguments.append(keys.entry(scope, identifier)) }
+        for identifier in identifiers { arguments.append(keys.claim(scope, identifier)) }
+        arguments.append(Array(token.utf8))
+        arguments.append(Array(String(Self.lease.wholeMilliseconds).utf8))
+        arguments.append(Array(String(Self.unixMilliseconds()).utf8))
+        arguments.append(Array(String(Self.minimumFreshness.wholeMilliseconds).utf8))
+        connection.send(arguments) { [self] reply in
+            guard case .success(.array(let values)) = reply, values.count == 2 * identifiers.count else {
+                // The script may have run, whatever came back.
+                if case .success = reply { release(identifiers, scope: scope, token: token, on: connection) }
+                completion(entries(of: reply, identifiers: identifiers).map { Lookup(entries: $0, claims: nil) })
+                return
+            }
+            var bulks: [RedisValue] = []
+            var claims = SharedPreclaim(token: token, scope: scope)
+            bulks.reserveCapacity(identifiers.count)
+            for (index, identifier) in identifiers.enumerated() {
+                bulks.append(values[2 * index])
+                switch values[2 * index + 1] {
+                case .integer(1): claims.won.insert(identifier)
+                case .integer(0): claims.held.insert(identifier)
+                default: break
+                }
+            }
+            completion(entries(of: .success(.array(bulks)), identifiers: identifiers).map { Lookup(entries: $0, claims: claims) })
+        }
+    }
+
+    /// An entry fresh for less than this is claimed and refreshed rather
+    /// than answered from.
+    static let minimumFreshness = Duration.seconds(1)
+
+    /// For each identifier `i` of `n` (`KEYS[i]` its entry, `KEYS[n+i]` its
+    /// claim): the entry (or false), then 2 when it is fresh for at least
+    /// `ARGV[4]` ms past `ARGV[3]` (now), else the claim script's answer for
+    /// its claim (1: `ARGV[1]` holds a lease of `ARGV[2]` ms now, 0: another
+    /// replica does). A fresh-until that does not read as one (any garbage)
+    /// is left to the replica's own decoding, which refuses it.
+    static let lookupScript = Array("""
+        local n = #KEYS / 2
+        local lease = tonumber(ARGV[2])
+        local freshFrom = tonumber(ARGV[3]) + tonumber(ARGV[4])
+        local reply = {}
+        for i = 1, n do
+          local entry = redis.pcall('GET', KEYS[i])
+          if type(entry) ~= 'string' then entry = false end
+          local state = 0
+          local fresh = false
+          if entry and #entry >= 21 and string.sub(entry, 1, 4) == 'OGW1' then
+            local b1, b2, b3, b4, b5, b6, b7, b8 = string.byte(entry, 5, 12)
+            local freshUntil = ((((((b1 * 256 + b2) * 256 + b3) * 256 + b4) * 256 + b5) * 256 + b6) * 256 + b7) * 256 + b8
+            fresh = freshUntil >= freshFrom
+          end
+          if fresh then
+            state = 2
+          else
+            local key = KEYS[n + i]
+            local ttl = redis.call('PTTL', key)
+            if ttl == -2 or ttl == -1 or ttl > lease or redis.call('TYPE', key).ok ~= 'string' then
+              redis.call('SET', key, ARGV[1], 'PX', lease)
+              state = 1
+            elseif redis.call('GET', key) == ARGV[1] then
+              redis.call('PEXPIRE', key, lease)
+              state = 1
+            end
+          end
+          reply[2 * i - 1] = entry
+          reply[2 * i] = state
+        end
+        return reply
+        """.utf8)
+
+    /// Gives back leases a lookup took that no fetch adopted.
+    func release(_ claims: SharedPreclaim) {
+        guard !claims.won.isEmpty, let loop = EventLoop.current, let connection = connections[ObjectIdentifier(loop)], connection.isReady else { return }
+        release(Array(claims.won), scope: claims.scope, token: claims.token, on: connection)
     }
 
     /// The entries of an `MGET` reply, in `identifiers`' order.
@@ -399,5 +491,34 @@ extension SharedTier {
         )
         tier.start()
         return tier
+    }
+}
+
+/// Leases a lookup took (``SharedTier/lookup(scope:identifiers:completion:)``)
+/// for the fetches its call starts: each fetch adopts those of its
+/// identifiers (``restricted(to:)``), and what none adopts is released.
+struct SharedPreclaim: Sendable {
+    let token: String
+    let scope: FetchScope
+    /// Leases this token holds.
+    var won: Set<String> = []
+    /// Identifiers another replica holds a lease on.
+    var held: Set<String> = []
+
+    init(token: String, scope: FetchScope, won: Set<String> = [], held: Set<String> = []) {
+        self.token = token
+        self.scope = scope
+        self.won = won
+        self.held = held
+    }
+
+    /// The part of these leases that `identifiers` adopt.
+    func restricted(to identifiers: [String]) -> SharedPreclaim? {
+        var part = SharedPreclaim(token: token, scope: scope)
+        for identifier in identifiers {
+            if won.contains(identifier) { part.won.insert(identifier) }
+            if held.contains(identifier) { part.held.insert(identifier) }
+        }
+        return part.won.isEmpty && part.held.isEmpty ? nil : part
     }
 }

@@ -143,6 +143,17 @@ struct SharedClaimStateMachineTests {
         #expect(Self.describe(won.claimed(["a"], won: ["a"], entries: nil, now: Self.t0)) == ["fetch [\"a\"] claimed=true"])
     }
 
+    /// The call's lookup already took some leases and found others held:
+    /// the fetch starts with no claim round trip of its own for them.
+    @Test func leasesTheLookupTookAreFetchedAtOnce() {
+        var machine = Machine(identifiers: ["a", "b", "c"], deadline: Self.t0 + .seconds(5), poll: Self.poll, won: ["a"], held: ["b"])
+        #expect(Self.describe(machine.start(now: Self.t0)) == ["fetch [\"a\"] claimed=true", "claim [\"c\"]", "wait +250ms"])
+        #expect(machine.leased == ["a"])
+        var all = Machine(identifiers: ["a"], deadline: Self.t0 + .seconds(5), poll: Self.poll, won: ["a"])
+        #expect(Self.describe(all.start(now: Self.t0)) == ["fetch [\"a\"] claimed=true"])
+        #expect(Self.describe(all.fetched(["a"], .success("mine"), claimed: true)) == ["publish [\"a\"] mine", "finish [\"mine\"]"])
+    }
+
     /// Redis could not be asked: fetch alone, publish nothing.
     @Test func withoutRedisTheReplicaFetchesAlone() {
         var machine = Self.machine(["a", "b"])

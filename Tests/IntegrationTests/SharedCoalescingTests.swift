@@ -198,4 +198,46 @@ struct SharedCoalescingTests {
             #expect(afterKill < .milliseconds(2000), "answered \(afterKill) after the kill")
         }
     }
+
+    /// Redis's own count of the commands it ran (`INFO commandstats`), by
+    /// command, since the last `CONFIG RESETSTAT`.
+    static func commandCounts(_ redis: RedisServer) throws -> [String: Int] {
+        var counts: [String: Int] = [:]
+        for line in try redis.cli("INFO", "commandstats").split(whereSeparator: \.isNewline) where line.hasPrefix("cmdstat_") {
+            let name = line.dropFirst("cmdstat_".count).prefix { $0 != ":" }
+            let parts = line.split(separator: "calls=")
+            guard parts.count > 1, let number = Int(parts[1].prefix(while: \.isNumber)) else { continue }
+            counts[String(name)] = number
+        }
+        counts["config|resetstat"] = nil
+        counts["info"] = nil
+        return counts
+    }
+
+    /// A miss costs one Redis round trip before the upstream: the lookup
+    /// and the lease in one script; after the fetch, the store, the release
+    /// and the outcome go out pipelined. A shared-tier hit costs that one
+    /// round trip and nothing else.
+    @Test func aMissCostsOneRoundTripBeforeTheUpstreamAndAHitOneInAll() async throws {
+        try await SharedTierScenario.run(replicas: 2) { upstream, gateways, redis in
+            upstream.upstream.setCacheControl("max-age=30")
+            try redis.cli("CONFIG", "RESETSTAT")
+            #expect(try await gateways[0].fetchProducts(["coins_100"]).productIDs == ["coins_100"])
+            try await UpstreamScenario.waitFor("the outcome published") { (try? Self.commandCounts(redis)["publish"]) == 1 }
+            let missCounts = try Self.commandCounts(redis)
+            // Redis counts the commands its scripts run too: the lookup's
+            // GET, PTTL and SET (the lease), the store's SET, the
+            // release's GET and DEL. Two scripts and one PUBLISH were sent;
+            // no MGET, no second look before the upstream.
+            #expect(missCounts == ["eval": 2, "get": 2, "pttl": 1, "set": 2, "del": 1, "publish": 1], "\(missCounts)")
+
+            try redis.cli("CONFIG", "RESETSTAT")
+            #expect(try await gateways[1].fetchProducts(["coins_100"]).productIDs == ["coins_100"])
+            #expect(try await gateways[1].metricValue("gateway_shared_cache_hits_total") == 1)
+            let hitCounts = try Self.commandCounts(redis)
+            // One script, whose one GET found the fresh entry: no lease.
+            #expect(hitCounts == ["eval": 1, "get": 1], "\(hitCounts)")
+            #expect(upstream.upstream.requests.count == 1)
+        }
+    }
 }
