@@ -160,7 +160,7 @@ final class LoopHTTPFront: @unchecked Sendable {
     private var connections: [ObjectIdentifier: HTTPConnection] = [:]
     private var dateSecond = -1
     private var dateBytes: [UInt8] = []
-    private var acceptWarnings = RateLimitedLog(interval: .seconds(10))
+    private var acceptWarnings = LogRateLimit(interval: .seconds(10))
     /// Set by ``closeAfterWriting(within:_:)``: connections close as soon as
     /// they owe nothing, and `whenAllClosed` runs when none is left.
     private(set) var isClosing = false
@@ -332,29 +332,6 @@ final class LoopHTTPFront: @unchecked Sendable {
         for connection in Array(connections.values) {
             connection.close()
         }
-    }
-}
-
-/// At most one line per interval; says how many were held back.
-struct RateLimitedLog {
-    let interval: Duration
-    private var last: ContinuousClock.Instant?
-    private var suppressed = 0
-
-    init(interval: Duration) {
-        self.interval = interval
-    }
-
-    /// The count of lines held back since the last permitted one, or nil
-    /// when this one must be held back too.
-    mutating func permit(now: ContinuousClock.Instant) -> Int? {
-        if let last, now - last < interval {
-            suppressed += 1
-            return nil
-        }
-        last = now
-        defer { suppressed = 0 }
-        return suppressed
     }
 }
 

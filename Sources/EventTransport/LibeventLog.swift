@@ -5,7 +5,7 @@ import Synchronization
 /// Sends libevent's own messages (by default written raw to standard error)
 /// to a logger, as one line each, at most ten a second.
 public enum LibeventLog {
-    private static let state = Mutex<(logger: Logger?, limiter: RateLimitedLog)>((nil, RateLimitedLog(interval: .milliseconds(100))))
+    private static let state = Mutex<(logger: Logger?, limiter: LogRateLimit)>((nil, LogRateLimit(interval: .milliseconds(100))))
 
     /// Routes every later libevent message to `logger`. Process-wide.
     public static func route(to logger: Logger) {

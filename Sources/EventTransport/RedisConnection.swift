@@ -533,11 +533,3 @@ private func redisDisconnectCallback(_ context: UnsafePointer<redisAsyncContext>
     guard let context, let connection = owner(of: context) else { return }
     connection.disconnected(context)
 }
-
-extension Duration {
-    /// Whole milliseconds, for messages.
-    var milliseconds: Int64 {
-        let (seconds, attoseconds) = components
-        return seconds * 1000 + attoseconds / 1_000_000_000_000_000
-    }
-}

@@ -40,11 +40,11 @@ final class Coalescer: Sendable {
     func claim(scope: FetchScope, identifiers: [String], chunkSize: Int) -> Claim {
         // Hashed outside the lock, once: the plan, the claim and the
         // fetch's release all use these keys.
-        let keys = CoalescingKey.keys(scope: scope, identifiers: identifiers)
+        let keys = ScopedIdentifier.keys(scope: scope, identifiers: identifiers)
         return state.withLock { state in
             let plan = state.machine.plan(keys: keys)
             var started: [SharedFetch] = []
-            func startFetch(identifiers: [String], keys: [CoalescingKey]) {
+            func startFetch(identifiers: [String], keys: [ScopedIdentifier]) {
                 let fetch = SharedFetch(scope: scope, identifiers: identifiers, keys: keys)
                 if let failure = state.released { fetch.releaseWaiters(with: failure) }
                 state.machine.register(fetch, keys: keys)

@@ -1,41 +1,7 @@
-/// One identifier of one scope, as the coalescer keys it: hashed once
-/// when made (the scope's hash and the identifier's text), so that the
-/// lookup, the claim and the release of an identifier hash an `Int`
-/// instead of strings; equality still compares the whole scope and text.
-struct CoalescingKey: Hashable, Sendable {
-    let scope: FetchScope
-    let identifier: String
-    private let precomputedHash: Int
-
-    init(scope: FetchScope, scopeHash: Int, identifier: String) {
-        self.scope = scope
-        self.identifier = identifier
-        var hasher = Hasher()
-        hasher.combine(scopeHash)
-        hasher.combine(identifier)
-        precomputedHash = hasher.finalize()
-    }
-
-    /// The keys of `identifiers` in `scope`, in order; the scope is hashed
-    /// once for all of them.
-    static func keys(scope: FetchScope, identifiers: some Sequence<String>) -> [CoalescingKey] {
-        let scopeHash = scope.hashValue
-        return identifiers.map { CoalescingKey(scope: scope, scopeHash: scopeHash, identifier: $0) }
-    }
-
-    static func == (lhs: CoalescingKey, rhs: CoalescingKey) -> Bool {
-        lhs.precomputedHash == rhs.precomputedHash && lhs.identifier == rhs.identifier && lhs.scope == rhs.scope
-    }
-
-    func hash(into hasher: inout Hasher) {
-        hasher.combine(precomputedHash)
-    }
-}
-
-/// Which identifiers are being fetched right now, by which fetch, per
+//// Which identifiers are being fetched right now, by which fetch, per
 /// (app, country, language). Pure: the ``Coalescer`` keeps it under a lock.
 struct CoalescerStateMachine<Fetch: AnyObject> {
-    typealias Key = CoalescingKey
+    typealias Key = ScopedIdentifier
 
     /// How a call's identifiers are covered.
     struct Plan {

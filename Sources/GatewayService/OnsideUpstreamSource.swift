@@ -99,13 +99,6 @@ public struct OnsideUpstreamSource: ProductSource {
     }
 }
 
-extension Duration {
-    var milliseconds: Int64 {
-        let (seconds, attoseconds) = components
-        return seconds * 1_000 + attoseconds / 1_000_000_000_000_000
-    }
-}
-
 /// Builds `{base}/v1/apps/{appId}/products?ids=a,b&country=DE`.
 enum UpstreamRequestPath {
     static func make(basePath: String, request: SourceRequest) -> String {

@@ -16,6 +16,44 @@ public struct FetchScope: Hashable, Sendable {
     }
 }
 
+/// One identifier in one scope: the key of the memory cache, of in-process
+/// coalescing and of the replicas waiting on the shared tier. Its hash is
+/// computed once, from the scope's hash (computed once per call) and the
+/// identifier.
+// One identifier of one scope, as the coalescer keys it: hashed once
+/// when made (the scope's hash and the identifier's text), so that the
+/// lookup, the claim and the release of an identifier hash an `Int`
+/// instead of strings; equality still compares the whole scope and text.
+struct ScopedIdentifier: Hashable, Sendable {
+    let scope: FetchScope
+    let identifier: String
+    private let precomputedHash: Int
+
+    init(scope: FetchScope, scopeHash: Int, identifier: String) {
+        self.scope = scope
+        self.identifier = identifier
+        var hasher = Hasher()
+        hasher.combine(scopeHash)
+        hasher.combine(identifier)
+        precomputedHash = hasher.finalize()
+    }
+
+    /// The keys of `identifiers` in `scope`, in order; the scope is hashed
+    /// once for all of them.
+    static func keys(scope: FetchScope, identifiers: some Sequence<String>) -> [ScopedIdentifier] {
+        let scopeHash = scope.hashValue
+        return identifiers.map { ScopedIdentifier(scope: scope, scopeHash: scopeHash, identifier: $0) }
+    }
+
+    static func == (lhs: ScopedIdentifier, rhs: ScopedIdentifier) -> Bool {
+        lhs.precomputedHash == rhs.precomputedHash && lhs.identifier == rhs.identifier && lhs.scope == rhs.scope
+    }
+
+    func hash(into hasher: inout Hasher) {
+        hasher.combine(precomputedHash)
+    }
+}
+
 /// One upstream call's worth of identifiers.
 public struct SourceRequest: Sendable {
     public let scope: FetchScope

@@ -24,20 +24,8 @@ final class ResponseCache: Sendable {
     /// The scope's hash is computed once per call, not once per identifier:
     /// a lookup then hashes only the identifier, and equality still compares
     /// the whole scope.
-    private struct Key: Hashable {
-        let scope: FetchScope
-        let scopeHash: Int
-        let identifier: String
+    private typealias Key = ScopedIdentifier
 
-        static func == (lhs: Key, rhs: Key) -> Bool {
-            lhs.identifier == rhs.identifier && lhs.scopeHash == rhs.scopeHash && lhs.scope == rhs.scope
-        }
-
-        func hash(into hasher: inout Hasher) {
-            hasher.combine(scopeHash)
-            hasher.combine(identifier)
-        }
-    }
 
     private struct Entry {
         let answer: ProductAnswer

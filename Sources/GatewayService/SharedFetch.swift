@@ -57,19 +57,19 @@ final class SharedFetch: Sendable {
     let scope: FetchScope
     let identifiers: [String]
     /// The coalescer's keys of `identifiers`, hashed once at the claim.
-    let keys: [CoalescingKey]
+    let keys: [ScopedIdentifier]
     private let state = Mutex(FetchPromiseStateMachine<Outcome, Waiter>())
     private let nextWaiterID = Atomic<Int>(0)
 
     init(scope: FetchScope, identifiers: [String]) {
         self.scope = scope
         self.identifiers = identifiers
-        self.keys = CoalescingKey.keys(scope: scope, identifiers: identifiers)
+        self.keys = ScopedIdentifier.keys(scope: scope, identifiers: identifiers)
     }
 
     /// A fetch of `identifiers` of `scope`, whose coalescer keys (in the
     /// same order) are `keys`.
-    init(scope: FetchScope, identifiers: [String], keys: [CoalescingKey]) {
+    init(scope: FetchScope, identifiers: [String], keys: [ScopedIdentifier]) {
         self.scope = scope
         self.identifiers = identifiers
         self.keys = keys

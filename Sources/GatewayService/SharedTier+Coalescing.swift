@@ -61,7 +61,7 @@ extension SharedTier {
     /// nil when Redis could not be asked or answered what does not parse;
     /// then the leases this round trip may have taken are released.
     func claim(_ identifiers: [String], scope: FetchScope, token: String, on connection: RedisConnection, completion: @escaping (ClaimReply?) -> Void) {
-        let lease = Array(String(Self.lease.wholeMilliseconds).utf8)
+        let lease = Array(String(Self.lease.milliseconds).utf8)
         let tokenBytes = Array(token.utf8)
         let collector = ClaimCollector(count: 2)
         let metrics = self.metrics
@@ -98,7 +98,7 @@ extension SharedTier {
                 guard let bytes = value.bytes else { continue }
                 // Garbage is counted by the lookup every claim follows.
                 guard let entry = SharedCacheEntry(decoding: bytes, identifier: identifiers[index]) else { continue }
-                let left = entry.freshFor(nowUnixMS: nowUnixMS, cap: freshCap).wholeMilliseconds
+                let left = entry.freshFor(nowUnixMS: nowUnixMS, cap: freshCap).milliseconds
                 guard left >= 1000 else { continue }
                 found.insert(identifiers[index])
                 if let product = entry.answer.product { products[identifiers[index]] = product }
@@ -139,7 +139,7 @@ extension SharedTier {
         var arguments: [[UInt8]] = [Array("EVAL".utf8), Self.renewScript, Array(String(identifiers.count).utf8)]
         for identifier in identifiers { arguments.append(keys.claim(scope, identifier)) }
         arguments.append(Array(token.utf8))
-        arguments.append(Array(String(Self.lease.wholeMilliseconds).utf8))
+        arguments.append(Array(String(Self.lease.milliseconds).utf8))
         sendCounted(arguments, on: connection, what: "lease renewal")
     }
 
@@ -234,23 +234,11 @@ extension SharedTierKeys {
     }
 }
 
-extension Duration {
-    var wholeMilliseconds: Int64 {
-        let (seconds, attoseconds) = components
-        return seconds * 1000 + attoseconds / 1_000_000_000_000_000
-    }
-}
-
 /// The drivers waiting for other replicas' outcomes, by (scope,
 /// identifier). The subscriber hands each message here (on its loop); each
 /// driver named in it gets the message on its own loop.
 final class SharedOutcomeWaiters: Sendable {
-    private struct Key: Hashable {
-        let scope: FetchScope
-        let identifier: String
-    }
-
-    private let table = Mutex<[Key: [ObjectIdentifier: SharedClaimDriver]]>([:])
+    private let table = Mutex<[ScopedIdentifier: [ObjectIdentifier: SharedClaimDriver]]>([:])
     /// `UPSTREAM_MAX_IDS`: no fetch names more, so no message may.
     private let maxIdentifiers: Int
 
@@ -260,14 +248,13 @@ final class SharedOutcomeWaiters: Sendable {
 
     func register(_ driver: SharedClaimDriver, scope: FetchScope, identifiers: [String]) {
         table.withLock { table in
-            for identifier in identifiers { table[Key(scope: scope, identifier: identifier), default: [:]][ObjectIdentifier(driver)] = driver }
+            for key in ScopedIdentifier.keys(scope: scope, identifiers: identifiers) { table[key, default: [:]][ObjectIdentifier(driver)] = driver }
         }
     }
 
     func unregister(_ driver: SharedClaimDriver, scope: FetchScope, identifiers: [String]) {
         table.withLock { table in
-            for identifier in identifiers {
-                let key = Key(scope: scope, identifier: identifier)
+            for key in ScopedIdentifier.keys(scope: scope, identifiers: identifiers) {
                 table[key]?[ObjectIdentifier(driver)] = nil
                 if table[key]?.isEmpty == true { table[key] = nil }
             }
@@ -294,8 +281,8 @@ final class SharedOutcomeWaiters: Sendable {
         guard let message = SharedOutcomeMessage(decoding: payload, maxIdentifiers: maxIdentifiers) else { return }
         var drivers: [ObjectIdentifier: SharedClaimDriver] = [:]
         table.withLock { table in
-            for identifier in message.identifiers {
-                for (id, driver) in table[Key(scope: message.scope, identifier: identifier)] ?? [:] { drivers[id] = driver }
+            for key in ScopedIdentifier.keys(scope: message.scope, identifiers: message.identifiers) {
+                for (id, driver) in table[key] ?? [:] { drivers[id] = driver }
             }
         }
         for driver in drivers.values {

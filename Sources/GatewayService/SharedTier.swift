@@ -186,9 +186,9 @@ final class SharedTier: Sendable {
         for identifier in identifiers { arguments.append(keys.entry(scope, identifier)) }
         for identifier in identifiers { arguments.append(keys.claim(scope, identifier)) }
         arguments.append(Array(token.utf8))
-        arguments.append(Array(String(Self.lease.wholeMilliseconds).utf8))
+        arguments.append(Array(String(Self.lease.milliseconds).utf8))
         arguments.append(Array(String(Self.unixMilliseconds()).utf8))
-        arguments.append(Array(String(Self.minimumFreshness.wholeMilliseconds).utf8))
+        arguments.append(Array(String(Self.minimumFreshness.milliseconds).utf8))
         connection.send(arguments) { [self] reply in
             guard case .success(.array(let values)) = reply, values.count == 2 * identifiers.count else {
                 // The script may have run, whatever came back.
@@ -431,46 +431,28 @@ private struct SharedTierObserver: RedisConnectionObserver {
 /// lines left out since the last one: Redis failing under load must not
 /// flood the log.
 final class RateLimitedLog: Sendable {
-    private struct State {
-        var lastWarning: ContinuousClock.Instant?
-        var suppressedWarnings = 0
-        var lastInfo: ContinuousClock.Instant?
-    }
-
     private let logger: Logger
-    private let interval: Duration
-    private let state = Mutex(State())
+    /// Warnings and infos are limited apart: a recovery is never held back
+    /// by the failures before it.
+    private let limits: Mutex<(warning: LogRateLimit, info: LogRateLimit)>
 
     init(logger: Logger, interval: Duration) {
         self.logger = logger
-        self.interval = interval
+        self.limits = Mutex((LogRateLimit(interval: interval), LogRateLimit(interval: interval)))
     }
 
     func warning(_ message: @autoclosure () -> String, metadata: Logger.Metadata) {
         let now = ContinuousClock.now
-        let suppressed: Int? = state.withLock { state in
-            if let last = state.lastWarning, now - last < interval {
-                state.suppressedWarnings += 1
-                return nil
-            }
-            state.lastWarning = now
-            defer { state.suppressedWarnings = 0 }
-            return state.suppressedWarnings
-        }
-        guard let suppressed else { return }
+        guard let suppressed = limits.withLock({ $0.warning.permit(now: now) }) else { return }
         var metadata = metadata
-        if suppressed > 0 { metadata["suppressed"] = "\(suppressed)" }
+        if suppressed > 0 { metadata["suppressed"] = .stringConvertible(suppressed) }
         logger.warning("\(message())", metadata: metadata)
     }
 
     func info(_ message: @autoclosure () -> String, metadata: Logger.Metadata) {
         let now = ContinuousClock.now
-        let due = state.withLock { state in
-            if let last = state.lastInfo, now - last < interval { return false }
-            state.lastInfo = now
-            return true
-        }
-        if due { logger.info("\(message())", metadata: metadata) }
+        guard limits.withLock({ $0.info.permit(now: now) }) != nil else { return }
+        logger.info("\(message())", metadata: metadata)
     }
 }
 

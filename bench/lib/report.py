@@ -18,6 +18,7 @@ LABELS = {
     "gateway_hot": "gateway hot (cache hit)",
     "gateway_cold": "gateway cold (new ids)",
     "gateway_redis_hit": "gateway shared-tier hit (Redis)",
+    "gateway_redis_cold": "gateway cold, shared tier on",
     "gateway_hot_1000": "gateway hot",
 }
 ORDER = list(LABELS)
@@ -41,6 +42,10 @@ RATIOS = [
     ("hot per core / nginx proxy_cache per core", "gateway_hot", "nginx_proxy_cache", "rps_per_core", "many", None, None),
     ("cold per core / nginx proxy_pass per core", "gateway_cold", "nginx_proxy_pass", "rps_per_core", "many", None, None),
     ("redis-hit p50 @1 conn / hot p50 @1 conn", "gateway_redis_hit", "gateway_hot", "p50_us", "one", None, None),
+    # A miss with the shared tier on: one Redis round trip (lookup and
+    # lease in one script) before the upstream, the rest pipelined.
+    ("cold, shared tier on / cold req/s", "gateway_redis_cold", "gateway_cold", "rps", "many", ">=", 0.8),
+    ("cold, shared tier on / cold per core", "gateway_redis_cold", "gateway_cold", "rps_per_core", "many", None, None),
 ]
 
 
@@ -158,7 +163,7 @@ def main():
             left = f"{rate(cm['median']['rps']):>17} {latency(cm['median']['p50_us']):>8} {latency(cm['median']['p99_us']):>8} {rate(cm['median'].get('rps_per_core')):>9}"
             right = f"{rate(c1['median']['rps']):>13} {latency(c1['median']['p50_us']):>8} {latency(c1['median']['p99_us']):>8}"
             errors = cm["errors"] + c1["errors"]
-        instance = {"gateway_hot": "hot", "gateway_cold": "cold", "gateway_hot_1000": "hot_1000", "gateway_redis_hit": "redis"}.get(name)
+        instance = {"gateway_hot": "hot", "gateway_cold": "cold", "gateway_hot_1000": "hot_1000", "gateway_redis_hit": "redis", "gateway_redis_cold": "redis_cold"}.get(name)
         if instance in gateways:
             g = gateways[instance]
             bad = g["rpc_total"] - g["rpc_ok"]
