@@ -63,6 +63,8 @@ public final class RedisConnection: @unchecked Sendable {
     private var handshakeLeft = 0
     private var nextSequence: UInt = 1
     private var deadlineTimer: LoopTimer?
+    /// When ``deadlineTimer`` fires.
+    private var deadlineTimerAt = ContinuousClock.Instant.now
     private var retryTimer: LoopTimer?
     private var connectTimer: LoopTimer?
     private var failedAttempts = 0
@@ -148,7 +150,13 @@ public final class RedisConnection: @unchecked Sendable {
         if nextSequence == 0 { nextSequence = 1 }
         guard Self.submit(arguments, to: context, sequence: sequence) else { return false }
         pending.append(Pending(sequence: sequence, deadline: deadline, isHandshake: isHandshake, completion: completion))
-        if deadlineTimer == nil { armDeadline(at: deadline) }
+        // A command's deadline may come before the one the timer watches
+        // (the handshake's, a second or more, right after a reconnect):
+        // the timer then moves to it, so every command has its own.
+        if deadlineTimer == nil || deadline < deadlineTimerAt {
+            deadlineTimer?.cancel()
+            armDeadline(at: deadline)
+        }
         return true
     }
 
@@ -346,10 +354,13 @@ public final class RedisConnection: @unchecked Sendable {
     }
 
     private func armDeadline(at deadline: ContinuousClock.Instant) {
+        deadlineTimerAt = deadline
         deadlineTimer = loop.scheduleTimer(at: deadline) { [self] in
             deadlineTimer = nil
             guard pendingHead < pending.count else { return }
-            let head = pending[pendingHead]
+            // The earliest deadline outstanding: the head's, unless a
+            // handshake command with a longer one is still ahead of others.
+            let head = pending[pendingHead...].min { $0.deadline < $1.deadline }!
             if head.deadline <= .now {
                 let wasConnecting = state == .connecting
                 drop(RedisError(.timeout, "Redis did not answer within \(endpoint.commandTimeout.milliseconds) ms"), freeContext: true)

@@ -121,6 +121,28 @@ struct SharedTierTests {
         }
     }
 
+    /// Right after a reconnect, whose `AUTH` has a deadline of a second,
+    /// a command still has its own `GATEWAY_REDIS_TIMEOUT_MS`: a silent
+    /// Redis costs a call that, not the handshake's second.
+    @Test func theRedisDeadlineHoldsRightAfterAReconnectWithAUTH() async throws {
+        try await SharedTierScenario.run(replicas: 1, password: "deadline-password-1", environment: ["GATEWAY_REDIS_TIMEOUT_MS": "50"]) { upstream, gateways, redis in
+            let gateway = gateways[0]
+            try redis.cli("CLIENT", "KILL", "TYPE", "normal")
+            try await UpstreamScenario.waitFor("the reconnect") {
+                (try? await gateway.metricValue("gateway_shared_tier_connections")) == 2
+                    && (try? redis.cli("CLIENT", "LIST")).map { $0.split(separator: "\n").count >= 3 } == true
+            }
+            let sleeper = try redis.cliInBackground("DEBUG", "SLEEP", "1.5")
+            defer { sleeper.waitUntilExit() }
+            try await Task.sleep(for: .milliseconds(30))
+            let started = ContinuousClock.now
+            #expect(try await gateway.fetchProducts(["coins_100"]).productIDs == ["coins_100"])
+            let took = ContinuousClock.now - started
+            // 50 ms for Redis, then the upstream; not the handshake's 1 s.
+            #expect(took < .milliseconds(600), "took \(took)")
+        }
+    }
+
     /// The two values a black-box probe stopped replicas with: an entry
     /// whose fresh-until is `80 00 00 00 00 00 00 00`, and an outcome whose
     /// `staleIfError` is -9999999999 for a claim the replica waits on. Both
