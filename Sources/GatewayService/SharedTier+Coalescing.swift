@@ -16,24 +16,37 @@ extension SharedTier {
         var entries: (page: SourcePage, identifiers: Set<String>)?
     }
 
-    /// Deletes each claim key only while it still holds `token`: a claim
-    /// that lapsed and was taken over is not ours to release.
+    /// For each identifier `i` of `n` (`KEYS[i]` its claim, `KEYS[n+i]` its
+    /// wait flag): deletes the claim only while it still holds `ARGV[1]` (a
+    /// claim that lapsed and was taken over is not ours to release), and
+    /// then its wait flag. 1 when any flag was there: a replica waits, and
+    /// the outcome must be published; else 0, and nothing is.
     static let releaseScript = Array("""
-        for _, key in ipairs(KEYS) do
-          if redis.call('GET', key) == ARGV[1] then redis.call('DEL', key) end
+        local n = #KEYS / 2
+        local waited = 0
+        for i = 1, n do
+          if redis.call('GET', KEYS[i]) == ARGV[1] then
+            redis.call('DEL', KEYS[i])
+            if redis.call('DEL', KEYS[n + i]) == 1 then waited = 1 end
+          end
         end
-        return 0
+        return waited
         """.utf8)
 
-    /// Takes a lease of `ARGV[2]` ms for `ARGV[1]` on each claim key that
-    /// is free, holds no expiry, or holds a longer one than a lease (no
-    /// replica writes such a claim: it is ignored, and taken); renews the
-    /// lease of a key that already holds `ARGV[1]`. One integer per key:
-    /// 1 when this token holds it now, else 0.
+    /// For each identifier `i` of `n` (`KEYS[i]` its claim, `KEYS[n+i]` its
+    /// wait flag): takes a lease of `ARGV[2]` ms for `ARGV[1]` on the claim
+    /// when it is free, holds no expiry, or holds a longer one than a lease
+    /// (no replica writes such a claim: it is ignored, and taken); renews
+    /// it when it already holds `ARGV[1]`; else another replica holds it,
+    /// and the wait flag says someone waits for its outcome (for a lease's
+    /// time: a waiter sets it again at every look). One integer per
+    /// identifier: 1 when this token holds the lease now, else 0.
     static let claimScript = Array("""
+        local n = #KEYS / 2
         local lease = tonumber(ARGV[2])
         local won = {}
-        for i, key in ipairs(KEYS) do
+        for i = 1, n do
+          local key = KEYS[i]
           local ttl = redis.call('PTTL', key)
           if ttl == -2 or ttl == -1 or ttl > lease or redis.call('TYPE', key).ok ~= 'string' then
             redis.call('SET', key, ARGV[1], 'PX', lease)
@@ -42,6 +55,7 @@ extension SharedTier {
             redis.call('PEXPIRE', key, lease)
             won[i] = 1
           else
+            redis.call('SET', KEYS[n + i], '1', 'PX', lease)
             won[i] = 0
           end
         end
@@ -115,9 +129,10 @@ extension SharedTier {
             )
             completion(ClaimReply(won: won, entries: entries))
         }
-        var script: [[UInt8]] = [Array("EVAL".utf8), Self.claimScript, Array(String(identifiers.count).utf8)]
-        script.reserveCapacity(identifiers.count + 5)
+        var script: [[UInt8]] = [Array("EVAL".utf8), Self.claimScript, Array(String(2 * identifiers.count).utf8)]
+        script.reserveCapacity(2 * identifiers.count + 5)
         for identifier in identifiers { script.append(keys.claim(scope, identifier)) }
+        for identifier in identifiers { script.append(keys.wait(scope, identifier)) }
         script.append(tokenBytes)
         script.append(lease)
         connection.send(script) { result in
@@ -144,9 +159,10 @@ extension SharedTier {
     }
 
     /// After a claimed fetch: store the entries (when they may be kept),
-    /// release the claims, publish the outcome, in that order on one
-    /// connection. A `cancelled` fetch (its caller's deadline) publishes
-    /// "released", so waiters with time left take over.
+    /// then release the claims, in that order on one connection; when a
+    /// replica waits for them, publish the outcome. A `cancelled` fetch (its
+    /// caller's deadline) publishes "released", so waiters with time left
+    /// take over.
     func publish(_ identifiers: [String], outcome: Result<SourcePage, ProductsFetchFailure>, scope: FetchScope, token: String, on connection: RedisConnection) {
         let kind: SharedOutcomeMessage.Kind
         switch outcome {
@@ -158,24 +174,44 @@ extension SharedTier {
         case .failure(let failure):
             kind = .failure(failure)
         }
-        release(identifiers, scope: scope, token: token, on: connection)
-        let message = SharedOutcomeMessage(scope: scope, identifiers: identifiers, kind: kind)
-        sendCounted([Array("PUBLISH".utf8), Array(channel.utf8), message.encoded], on: connection, what: "publish")
+        release(identifiers, scope: scope, token: token, on: connection, announcing: kind)
     }
 
     /// Releases claims won for identifiers an entry already answered, and
-    /// tells waiters to look again.
+    /// tells waiters, if any, to look again.
     func releaseAndAnnounce(_ identifiers: [String], scope: FetchScope, token: String, on connection: RedisConnection) {
         release(identifiers, scope: scope, token: token, on: connection)
-        let message = SharedOutcomeMessage(scope: scope, identifiers: identifiers, kind: .released)
-        sendCounted([Array("PUBLISH".utf8), Array(channel.utf8), message.encoded], on: connection, what: "publish")
     }
 
-    func release(_ identifiers: [String], scope: FetchScope, token: String, on connection: RedisConnection) {
-        var arguments: [[UInt8]] = [Array("EVAL".utf8), Self.releaseScript, Array(String(identifiers.count).utf8)]
+    /// Releases the claims `token` still holds and, when a replica waits
+    /// for any of them (their wait flags), publishes `kind` (by default
+    /// "released": look again). The message is built only then: with no
+    /// herd, a miss publishes nothing.
+    func release(_ identifiers: [String], scope: FetchScope, token: String, on connection: RedisConnection, announcing kind: SharedOutcomeMessage.Kind = .released) {
+        var arguments: [[UInt8]] = [Array("EVAL".utf8), Self.releaseScript, Array(String(2 * identifiers.count).utf8)]
+        arguments.reserveCapacity(2 * identifiers.count + 4)
         for identifier in identifiers { arguments.append(keys.claim(scope, identifier)) }
+        for identifier in identifiers { arguments.append(keys.wait(scope, identifier)) }
         arguments.append(Array(token.utf8))
-        sendCounted(arguments, on: connection, what: "release")
+        let metrics = self.metrics
+        let log = self.log
+        let channel = Array(self.channel.utf8)
+        connection.send(arguments) { [weak connection] result in
+            switch result {
+            case .success(.integer(1)):
+                guard let connection else { return }
+                let message = SharedOutcomeMessage(scope: scope, identifiers: identifiers, kind: kind)
+                self.sendCounted([Array("PUBLISH".utf8), channel, message.encoded], on: connection, what: "publish")
+            case .success(.integer(0)):
+                break
+            case .success(let other):
+                metrics.recordSharedErrors(1)
+                log.warning("Redis refused a shared-tier release", metadata: ["reply": "\(SharedTier.describe(other))"])
+            case .failure(let error):
+                metrics.recordSharedErrors(1)
+                log.warning("a shared-tier release failed", metadata: ["error": "\(error.message)"])
+            }
+        }
     }
 
     /// Sends a command nobody waits for; a failure is counted and logged.
@@ -231,6 +267,11 @@ extension SharedTierKeys {
     /// `{prefix}v1:c:{app}:{country}:{language or -}:{identifier}`.
     func claim(_ scope: FetchScope, _ identifier: String) -> [UInt8] {
         Array("\(prefix)v1:c:\(scope.appID):\(scope.country.text):\(scope.language?.text ?? "-"):\(identifier)".utf8)
+    }
+
+    /// `{prefix}v1:w:…`: set while a replica waits for the claim's outcome.
+    func wait(_ scope: FetchScope, _ identifier: String) -> [UInt8] {
+        Array("\(prefix)v1:w:\(scope.appID):\(scope.country.text):\(scope.language?.text ?? "-"):\(identifier)".utf8)
     }
 }
 

@@ -181,10 +181,11 @@ final class SharedTier: Sendable {
             return
         }
         let token = makeClaimToken()
-        var arguments: [[UInt8]] = [Array("EVAL".utf8), Self.lookupScript, Array(String(2 * identifiers.count).utf8)]
-        arguments.reserveCapacity(2 * identifiers.count + 7)
+        var arguments: [[UInt8]] = [Array("EVAL".utf8), Self.lookupScript, Array(String(3 * identifiers.count).utf8)]
+        arguments.reserveCapacity(3 * identifiers.count + 7)
         for identifier in identifiers { arguments.append(keys.entry(scope, identifier)) }
         for identifier in identifiers { arguments.append(keys.claim(scope, identifier)) }
+        for identifier in identifiers { arguments.append(keys.wait(scope, identifier)) }
         arguments.append(Array(token.utf8))
         arguments.append(Array(String(Self.lease.milliseconds).utf8))
         arguments.append(Array(String(Self.unixMilliseconds()).utf8))
@@ -216,13 +217,14 @@ final class SharedTier: Sendable {
     static let minimumFreshness = Duration.seconds(1)
 
     /// For each identifier `i` of `n` (`KEYS[i]` its entry, `KEYS[n+i]` its
-    /// claim): the entry (or false), then 2 when it is fresh for at least
+    /// claim, `KEYS[2n+i]` its wait flag, set when another replica holds
+    /// the claim: see ``claimScript``): the entry (or false), then 2 when it is fresh for at least
     /// `ARGV[4]` ms past `ARGV[3]` (now), else the claim script's answer for
     /// its claim (1: `ARGV[1]` holds a lease of `ARGV[2]` ms now, 0: another
     /// replica does). A fresh-until that does not read as one (any garbage)
     /// is left to the replica's own decoding, which refuses it.
     static let lookupScript = Array("""
-        local n = #KEYS / 2
+        local n = #KEYS / 3
         local lease = tonumber(ARGV[2])
         local freshFrom = tonumber(ARGV[3]) + tonumber(ARGV[4])
         local reply = {}
@@ -247,6 +249,8 @@ final class SharedTier: Sendable {
             elseif redis.call('GET', key) == ARGV[1] then
               redis.call('PEXPIRE', key, lease)
               state = 1
+            else
+              redis.call('SET', KEYS[2 * n + i], '1', 'PX', lease)
             end
           end
           reply[2 * i - 1] = entry

@@ -143,6 +143,38 @@ struct SharedTierTests {
         }
     }
 
+    /// A reply element or a message over 1 MiB is refused before it is
+    /// held whole: the connection that reads it is dropped (and made
+    /// again), the call is answered from the upstream, and the replica
+    /// carries on.
+    @Test func anElementOverOneMebibyteDropsTheConnectionUnread() async throws {
+        try await SharedTierScenario.run(replicas: 1) { upstream, gateways, redis in
+            upstream.upstream.setCacheControl("max-age=30")
+            let gateway = gateways[0]
+            func connectionsReceived() throws -> Int {
+                let stats = try redis.cli("INFO", "stats")
+                let line = stats.split(whereSeparator: \.isNewline).first { $0.hasPrefix("total_connections_received:") }
+                return Int(line?.split(separator: ":").last ?? "") ?? -1
+            }
+            // 2 MiB at an entry's key: the lookup's reply holds it.
+            try redis.cli("EVAL", "redis.call('SET', KEYS[1], string.rep('x', 2097152)) return 1", "1", "test-gw:v1:p:demo:DE:-:coins_100")
+            let before = try connectionsReceived()
+            #expect(try await gateway.fetchProducts(["coins_100"]).productIDs == ["coins_100"])
+            #expect(upstream.upstream.requests.count == 1)
+            try await UpstreamScenario.waitFor("the connection made again") { (try? connectionsReceived()) ?? 0 > before + 1 }
+            try await gateway.waitForSharedTier()
+            #expect(gateway.logs.all.contains { $0.contains("a shared-tier lookup failed") })
+
+            // 2 MiB published on the channel: the subscriber is dropped.
+            let beforePublish = try connectionsReceived()
+            try redis.cli("EVAL", "redis.call('PUBLISH', KEYS[1], string.rep('y', 2097152)) return 1", "1", "test-gw:v1:outcomes")
+            try await UpstreamScenario.waitFor("the subscriber made again") { (try? connectionsReceived()) ?? 0 > beforePublish + 1 }
+            // Back to normal: connections made again, calls answered.
+            try await gateway.waitForSharedTier()
+            #expect(try await gateway.fetchProducts(["premium_monthly"]).productIDs == ["premium_monthly"])
+        }
+    }
+
     /// The two values a black-box probe stopped replicas with: an entry
     /// whose fresh-until is `80 00 00 00 00 00 00 00`, and an outcome whose
     /// `staleIfError` is -9999999999 for a claim the replica waits on. Both
