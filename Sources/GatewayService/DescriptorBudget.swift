@@ -11,7 +11,8 @@ struct DescriptorBudget: Sendable {
     let openFileLimit: Int
     /// Kept for `UPSTREAM_CONCURRENCY` connections, the loops (epoll and
     /// wake-up descriptors), the listeners, standard streams, the name
-    /// resolver and the files read at run time.
+    /// resolver and the files read at run time; with `GATEWAY_ADMIN_LISTEN`,
+    /// also for its listeners and its 64 connections.
     let reserved: Int
     /// `GATEWAY_MAX_CONNECTIONS`, or less when the limit cannot hold it.
     let maxConnections: Int
@@ -20,7 +21,8 @@ struct DescriptorBudget: Sendable {
     /// - Throws: ``ConfigurationError`` when the limit leaves no room for a
     ///   single client connection beside the reserve.
     init(configuration: GatewayConfiguration) throws(ConfigurationError) {
-        reserved = configuration.upstreamConcurrency + 32 + 4 * configuration.workers
+        let admin = configuration.adminListen == nil ? 0 : HTTPFront.adminMaxConnections + configuration.workers
+        reserved = configuration.upstreamConcurrency + 32 + 4 * configuration.workers + admin
         openFileLimit = OpenFileLimit.raise(toAtLeast: configuration.maxConnections + reserved)
         maxConnections = min(configuration.maxConnections, openFileLimit - reserved)
         guard maxConnections >= 1 else {

@@ -95,6 +95,56 @@ import Testing
         #expect(metrics.containsLine("gateway_connections_rejected_total 1"))
     }
 
+    /// Probes and metrics never compete with callers: with the callers' cap
+    /// full, `GATEWAY_ADMIN_LISTEN` still answers `/healthz`, `/readyz` and
+    /// `/metrics`, under a cap of its own, and nothing else. The `503` over
+    /// the callers' cap carries a request id, as every answer does.
+    @Test func theAdminListenerServesProbesWhileTheCapIsFull() async throws {
+        let gateway = try RunningGateway.start(["GATEWAY_MAX_CONNECTIONS": "2", "GATEWAY_WORKERS": "1", "GATEWAY_ADMIN_LISTEN": "127.0.0.1:0"])
+        let adminPort = try #require(gateway.application.adminPort)
+        #expect(adminPort != gateway.port)
+        let held = [try TestHTTPConnection(port: gateway.port), try TestHTTPConnection(port: gateway.port)]
+        for connection in held { #expect(try await connection.request("GET", "/healthz", contentType: nil).status == 200) }
+        let refused = try await TestHTTPConnection(port: gateway.port).readResponse()
+        #expect(refused.status == 503)
+        #expect(refused.header("X-Request-Id")?.count == 32)
+        #expect(refused.header("Content-Type") == "application/json")
+
+        #expect(try await TestHTTP.get(port: adminPort, path: "/healthz").bodyText == #"{"status":"ok"}"#)
+        let ready = try await TestHTTP.get(port: adminPort, path: "/readyz", headers: [("X-Request-Id", "probe-1")])
+        #expect(ready.status == 200)
+        #expect(ready.header("X-Request-Id") == "probe-1")
+        let metrics = try await TestHTTP.get(port: adminPort, path: "/metrics")
+        #expect(metrics.status == 200)
+        // The admin listener's connections are not the callers'.
+        #expect(metrics.bodyText.containsLine("gateway_connections_open 2.0"))
+        #expect(metrics.bodyText.containsLine("gateway_connections_rejected_total 1"))
+
+        for path in ["/rpc", "/openapi.yaml", "/nothing"] {
+            let other = try await TestHTTP.get(port: adminPort, path: path)
+            #expect(other.status == 404, "\(path)")
+            #expect(other.header("Content-Type") == "application/json")
+            #expect(other.header("X-Request-Id")?.count == 32)
+            #expect(other.bodyText.hasPrefix(#"{"error":{"status":404,"message":"no route for \#(path) on this address"#))
+        }
+        let posted = try await TestHTTP.post(port: adminPort, json: "{}")
+        #expect(posted.status == 404)
+        #expect(try await TestHTTPConnection(port: adminPort).request("POST", "/healthz", body: Array("{}".utf8)).status == 405)
+
+        // Its own cap: 64 connections, the next one is refused.
+        var adminHeld: [TestHTTPConnection] = []
+        for _ in 0..<64 {
+            let connection = try TestHTTPConnection(port: adminPort)
+            #expect(try await connection.request("GET", "/healthz", contentType: nil).status == 200)
+            adminHeld.append(connection)
+        }
+        let overAdminCap = try await TestHTTPConnection(port: adminPort).readResponse()
+        #expect(overAdminCap.status == 503)
+        adminHeld.removeAll()
+        await gateway.stop()
+        _ = held
+    }
+
     /// Idle sockets cannot take the descriptors upstream calls need: client
     /// connections are capped at what the open-file limit leaves beside the
     /// upstream's reserve, and a miss still reaches the upstream while
