@@ -195,7 +195,11 @@ final class HTTPSConnection: @unchecked Sendable {
                 finish(.success(HTTPClientResponse(status: response.status, headers: response.headers, body: response.body)))
                 return
             case .failed(let failure):
-                finish(.failure(clientError(failure)))
+                // Cut short by the close: the peer went away mid-answer,
+                // which is the connection's failure, not the framing's.
+                var error = clientError(failure)
+                if case .malformed = failure { error = HTTPClientError(kind: .connection, message: error.message) }
+                finish(.failure(error))
                 return
             case .needMore:
                 break
@@ -238,9 +242,9 @@ final class HTTPSConnection: @unchecked Sendable {
         case .tooLarge:
             HTTPClientError(kind: .responseTooLarge, message: "the upstream's answer is larger than \(pool.configuration.maxResponseBytes) bytes (UPSTREAM_MAX_BODY_BYTES)")
         case .headerTooLarge(let limit):
-            HTTPClientError(kind: .connection, message: "malformed HTTP response: its header section is over \(limit)")
+            HTTPClientError(kind: .malformedResponse, message: "malformed HTTP response: its header section is over \(limit)")
         case .malformed(let reason):
-            HTTPClientError(kind: .connection, message: "malformed HTTP response: \(reason)")
+            HTTPClientError(kind: .malformedResponse, message: "malformed HTTP response: \(reason)")
         }
     }
 

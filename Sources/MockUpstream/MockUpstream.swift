@@ -102,6 +102,8 @@ public final class MockUpstream: Sendable {
             responder.resetConnection()
         case .hang:
             responder.abandon()
+        case .rawResponse(let bytes):
+            responder.sendRaw(bytes)
         case .trickle(let chunks, let interval):
             let answer = self.answer(request, identifiers: identifiers, country: query["country"], cacheControl: cacheControl, fault: nil)
             Task {
