@@ -172,6 +172,14 @@ public final class MockUpstream: Sendable {
             object["items"] = .array(items)
             body = .object(object)
         }
+        if case .extraItem(let id, let title) = fault, case .object(var object) = body, case .array(var items)? = object["items"] {
+            items.append(.object([
+                "id": .string(id), "title": .string(title), "description": .string("not asked for"),
+                "price": .object(["amount": .string("1.00"), "currency": .string("EUR")]),
+            ]))
+            object["items"] = .array(items)
+            body = .object(object)
+        }
         if let cacheControl { headers.add("Cache-Control", cacheControl) }
         return HTTPResponse(status: 200, headers: headers, body: body.serialized())
     }
