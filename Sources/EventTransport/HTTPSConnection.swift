@@ -123,6 +123,7 @@ final class HTTPSConnection: @unchecked Sendable {
             // Bytes nobody asked for: the connection is out of step.
             evbuffer_drain(input, evbuffer_get_length(input))
             isClosed = true
+            pool.idleConnectionEnded(self)
             return
         }
         var segments = (iovec(), iovec(), iovec(), iovec())
@@ -186,7 +187,12 @@ final class HTTPSConnection: @unchecked Sendable {
         // End of stream, or an error: the connection is over either way.
         isClosed = true
         if let bev = bufferevent { bufferevent_disable(bev, Int16(EV_READ | EV_WRITE)) }
-        guard completion != nil else { return }
+        guard completion != nil else {
+            // Idle: the upstream closed it (or it failed) between exchanges.
+            // Closed on our side too, now, rather than left in CLOSE_WAIT.
+            pool.idleConnectionEnded(self)
+            return
+        }
         if what & Int16(BEV_EVENT_EOF) != 0 {
             // A body that runs until the close ends here.
             switch parser.finish() {
