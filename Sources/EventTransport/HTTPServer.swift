@@ -10,9 +10,11 @@ import Synchronization
 /// now, or `send(after:)` for work that awaits).
 public typealias HTTPRequestHandler = @Sendable (HTTPServerRequest, consuming HTTPResponder) -> Void
 
-/// The answer to a request that cannot be read (``HTTPFramingError``), or
-/// to one that took too long to arrive (`408`). The server adds
-/// `Connection: close` and closes after it.
+/// The answer to a request that cannot be read (``HTTPFramingError``), to
+/// one that took too long to arrive (`408`), to a connection over the cap
+/// (`503`), and to a request whose responder was dropped unanswered
+/// (`500`, with the request's fields). The server adds `Connection: close`
+/// and closes after it, except after the `500`.
 public typealias HTTPProblemResponder = @Sendable (HTTPFramingError) -> HTTPResponse
 
 /// The gateway's HTTP/1.1 front: strict framing (``HTTPRequestParser``),

@@ -27,8 +27,6 @@ final class HTTPFront: Sendable {
             adminConfiguration.host = address.host
             adminConfiguration.port = address.port
             adminConfiguration.maxConnections = Self.adminMaxConnections
-            // Probes send no body.
-            adminConfiguration.limits.maxBodyBytes = 1024
             return HTTPServer(group: group, configuration: adminConfiguration, logger: logger, problemResponder: GatewayHTTPHandler.framingProblem) { request, responder in
                 handler.handleAdmin(request, responder: responder)
             }
