@@ -192,6 +192,17 @@ public struct ConnectionPoolStateMachine<Waiter, Clock: _Concurrency.Clock> {
         return expired
     }
 
+    /// The idle connection `id` ended by itself (the upstream closed it):
+    /// taken out, to be closed. False when it is not idle (it is leased,
+    /// and its exchange will report the close), or not known any more.
+    public mutating func removeIdle(_ id: ConnectionID) -> Bool {
+        guard let connection = connections[id], case .idle = connection.state,
+              let index = idle[connection.loop].firstIndex(of: id) else { return false }
+        idle[connection.loop].remove(at: index)
+        connections[id] = nil
+        return true
+    }
+
     /// Refuses every later lease, takes out every idle connection and every
     /// waiter. Leased connections close when released.
     public mutating func shutDown() -> ShutdownAction {

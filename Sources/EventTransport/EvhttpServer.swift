@@ -227,6 +227,16 @@ final class LoopEvhttpServer: @unchecked Sendable {
         evhttp_send_reply_end(request)
     }
 
+    /// Writes bytes on the request's connection past evhttp.
+    func writeRaw(_ bytes: [UInt8], request: OpaquePointer) {
+        loop.preconditionInEventLoop()
+        guard http != nil, let connection = evhttp_request_get_connection(request),
+              let bev = evhttp_connection_get_bufferevent(connection) else { return }
+        _ = bytes.withUnsafeBytes { bufferevent_write(bev, $0.baseAddress, $0.count) }
+        // evhttp leaves writing off while it reads a request.
+        bufferevent_enable(bev, Int16(EV_WRITE))
+    }
+
     /// Sets SO_LINGER 0 on the request's socket and drops the connection, so
     /// the peer sees a reset (the test upstream's fault switch).
     func reset(_ request: OpaquePointer) {
@@ -274,6 +284,15 @@ public struct EvhttpResponder: Sendable {
         // Deferred: freeing the connection inside its own request callback
         // would pull it from under evhttp.
         server.loop.execute { server.reset(OpaquePointer(bitPattern: address)!) }
+    }
+
+    /// Writes `bytes` on the connection as they are, instead of an answer
+    /// (the test upstream's malformed framing); the request is dropped when
+    /// the connection closes.
+    public func sendRaw(_ bytes: [UInt8]) {
+        let server = self.server
+        let address = requestAddress
+        server.loop.execute { server.writeRaw(bytes, request: OpaquePointer(bitPattern: address)!) }
     }
 
     /// Never answers; the request is dropped when its connection closes

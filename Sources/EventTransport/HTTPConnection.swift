@@ -10,9 +10,10 @@ import Logging
 /// Loop-bound: created, driven and closed on `front.loop`; only
 /// ``respond(serial:with:)`` may be called from elsewhere, and it hops.
 ///
-/// Phases: `reading` (idle until a first byte, then the read deadline),
-/// `responding` (the handler has the request; the socket is not read, so a
-/// pipelining client waits), `writing` (the answer did not fit the socket;
+/// Phases: `reading` (a new connection gets the shorter of the read and
+/// idle deadlines for its first byte, a kept-alive one the idle deadline;
+/// then the read deadline), `responding` (the handler has the request; what
+/// a pipelining client sends meanwhile waits), `writing` (the answer did not fit the socket;
 /// the idle deadline bounds a client that does not read), `lingering`
 /// (closing after an error: our side is shut, the client's late bytes are
 /// read and dropped until it closes or the linger deadline).
@@ -35,8 +36,25 @@ final class HTTPConnection: @unchecked Sendable {
     private var phase = Phase.reading
     private var isReadingEnabled = false
     private var parser: HTTPRequestParser
-    /// Bytes read past the end of the request being answered (pipelining).
-    private var leftover: [UInt8] = []
+    /// Bytes read past the end of the request being answered (pipelining):
+    /// those from `pendingOffset` on are still to be parsed. Requests are
+    /// read from here in place; the bytes before the offset are dropped
+    /// only once they are half the buffer, so reading costs time in
+    /// proportion to the bytes, not to the bytes times the requests.
+    private var pending: [UInt8] = []
+    private var pendingOffset = 0
+    /// Requests dispatched in this turn of the loop: past
+    /// ``requestsPerTurn``, the rest wait for a later turn, so one
+    /// pipelining client cannot hold the loop from its other connections.
+    private var requestsThisTurn = 0
+    /// Set while the rest of a pipelined read waits for a later turn.
+    private var resumeTimer: LoopTimer?
+    /// What is left of a `100 Continue` the socket took only part of: it
+    /// goes out before the answer's head.
+    private var interimRest: [UInt8] = []
+    /// The header fields of the request being answered, for the `500` of
+    /// a responder dropped unanswered (its `X-Request-Id`).
+    private var requestHeaders: HTTPHeaders?
     /// An answer the socket did not take at once: what is left of its head
     /// (a copy: the head buffer is reused), its body (shared with the
     /// response, not copied: a batch's answer can be megabytes), how much
@@ -73,9 +91,18 @@ final class HTTPConnection: @unchecked Sendable {
         timerEvent = event_new(loop.base, -1, 0, connectionTimerFired, context)
         guard readEvent != nil, writeEvent != nil, timerEvent != nil else { return false }
         enableReading(true)
-        arm(.idle, after: front.configuration.idleTimeout)
+        // A connection that sends nothing must not hold a place under the
+        // cap for the whole idle deadline: its first byte is due within the
+        // shorter of the two.
+        let configuration = front.configuration
+        arm(.idle, after: min(configuration.readTimeout, configuration.idleTimeout))
         return true
     }
+
+    /// Most requests of one connection handled in one turn of the loop.
+    static let requestsPerTurn = 16
+
+    private var unparsedCount: Int { pending.count - pendingOffset }
 
     // MARK: - Reading
 
@@ -100,22 +127,44 @@ final class HTTPConnection: @unchecked Sendable {
         }
         let bytes = UnsafeRawBufferPointer(rebasing: buffer[..<count])
         switch phase {
-        case .reading:
-            consume(bytes)
-            if phase == .reading && !leftover.isEmpty { consumeLeftover() }
-        case .responding, .writing:
+        case .reading where unparsedCount == 0:
+            requestsThisTurn = 0
+            let used = parse(bytes)
+            // The read buffer is shared by the loop's connections: what
+            // follows a dispatched request is kept, once.
+            if used < bytes.count && !closeAfterAnswer && phase != .lingering && phase != .closed { keepPending(UnsafeRawBufferPointer(rebasing: bytes[used...])) }
+            if phase == .reading { parsePending() }
+        case .reading, .responding, .writing:
             // The socket stays watched while a request is answered (no
             // epoll_ctl per request); what a pipelining client sends meanwhile
-            // waits here, and past one request's worth reading stops.
-            leftover.append(contentsOf: bytes)
+            // waits after the bytes not parsed yet, and past one request's
+            // worth reading stops.
+            keepPending(bytes)
             let limits = front.configuration.limits
-            if leftover.count > limits.maxHeaderBytes + limits.maxBodyBytes { enableReading(false) }
+            if unparsedCount > limits.maxHeaderBytes + limits.maxBodyBytes { enableReading(false) }
+            if phase == .reading && resumeTimer == nil {
+                requestsThisTurn = 0
+                parsePending()
+            }
         case .lingering, .closed:
             break // dropped
         }
     }
 
-    private func consume(_ bytes: UnsafeRawBufferPointer) {
+    /// Appends to the bytes still to be parsed, first dropping those parsed
+    /// already when they are at least half of the buffer.
+    private func keepPending(_ bytes: UnsafeRawBufferPointer) {
+        if pendingOffset > 0 && pendingOffset >= pending.count / 2 {
+            pending.removeFirst(pendingOffset)
+            pendingOffset = 0
+        }
+        pending.append(contentsOf: bytes)
+    }
+
+    /// Parses up to one request; returns the bytes used. Stops after a
+    /// request is dispatched, a framing error is answered, or when every
+    /// byte was used.
+    private func parse(_ bytes: UnsafeRawBufferPointer) -> Int {
         var offset = 0
         while offset < bytes.count {
             let (used, event) = parser.parse(UnsafeRawBufferPointer(rebasing: bytes[offset...]))
@@ -123,29 +172,65 @@ final class HTTPConnection: @unchecked Sendable {
             switch event {
             case .needMore:
                 if parser.isInsideRequest && deadlineKind != .read { arm(.read, after: front.configuration.readTimeout) }
-                return
+                return offset
             case .continueExpected:
                 if deadlineKind != .read { arm(.read, after: front.configuration.readTimeout) }
-                let interim = "HTTP/1.1 100 Continue\r\n\r\n"
-                // Best effort: with the socket's buffer empty this always
-                // fits; if it does not, the client sends its body anyway.
-                _ = interim.utf8.withContiguousStorageIfAvailable { gw_write2(fd, $0.baseAddress, $0.count, nil, 0) }
+                guard sendContinue() else { return offset }
             case .request(let head, let body):
-                if offset < bytes.count { leftover.append(contentsOf: UnsafeRawBufferPointer(rebasing: bytes[offset...])) }
                 dispatch(head, body: body)
-                return
+                return offset
             case .failed(let error):
                 answer(error)
-                return
+                return offset
             }
         }
+        return offset
     }
 
-    private func consumeLeftover() {
-        while phase == .reading && !leftover.isEmpty {
-            let bytes = leftover
-            leftover = []
-            bytes.withUnsafeBytes { consume($0) }
+    /// Writes `100 Continue`. With the socket's buffer full (a pipelining
+    /// client that does not read) it is left out: the client sends its body
+    /// after its own wait. Part of it written, the rest goes before the
+    /// answer. False when the client has gone; the connection is closed.
+    private func sendContinue() -> Bool {
+        let interim: StaticString = "HTTP/1.1 100 Continue\r\n\r\n"
+        let written = gw_write2(fd, interim.utf8Start, interim.utf8CodeUnitCount, nil, 0)
+        if written == interim.utf8CodeUnitCount || written == -Int(EAGAIN) || written == -Int(EINTR) { return true }
+        guard written >= 0 else {
+            close() // EPIPE, ECONNRESET: nobody will send the body
+            return false
+        }
+        interimRest = Array(UnsafeRawBufferPointer(start: interim.utf8Start + written, count: interim.utf8CodeUnitCount - written))
+        return true
+    }
+
+    /// Parses the pipelined bytes kept so far, request after request, while
+    /// each is answered at once; after ``requestsPerTurn`` of them in this
+    /// turn, the rest wait for a later one (a zero timer: it runs after the
+    /// loop has polled its other sockets again).
+    private func parsePending() {
+        while phase == .reading && unparsedCount > 0 {
+            guard requestsThisTurn < Self.requestsPerTurn else {
+                resumeTimer = loop.scheduleTimer(after: .zero) { [weak self] in
+                    guard let self else { return }
+                    self.resumeTimer = nil
+                    self.requestsThisTurn = 0
+                    self.enableReading(true)
+                    self.parsePending()
+                }
+                return
+            }
+            // A reference of its own, so that what the request's handling
+            // does to `pending` does not overlap this read of it.
+            let bytes = pending
+            let used = bytes.withUnsafeBytes { parse(UnsafeRawBufferPointer(rebasing: $0[pendingOffset...])) }
+            // Emptied: a framing error was answered, or the connection is
+            // closing; nothing more is read from it.
+            if pending.isEmpty { return }
+            pendingOffset += used
+        }
+        if unparsedCount == 0 {
+            pending.removeAll(keepingCapacity: pending.capacity <= 65536)
+            pendingOffset = 0
         }
     }
 
@@ -154,6 +239,8 @@ final class HTTPConnection: @unchecked Sendable {
         deadline = nil
         deadlineKind = .idle
         serial &+= 1
+        requestsThisTurn += 1
+        requestHeaders = head.headers
         answeringHead = head.method == "HEAD"
         keepAlive = head.keepAlive
         answeringHTTP10KeepAlive = head.version == .http10 && head.keepAlive
@@ -161,6 +248,11 @@ final class HTTPConnection: @unchecked Sendable {
         isDispatching = true
         front.server.handler(request, HTTPResponder(connection: self, serial: serial))
         isDispatching = false
+    }
+
+    private func dropPending() {
+        pending = []
+        pendingOffset = 0
     }
 
     // MARK: - Answering
@@ -172,6 +264,23 @@ final class HTTPConnection: @unchecked Sendable {
         } else {
             _ = loop.execute { self.respondOnLoop(serial: serial, with: response) }
         }
+    }
+
+    /// Answers request `serial`, whose responder was dropped unanswered (a
+    /// bug), with `500`, from any thread: the server's problem answer, so
+    /// it carries what every error answer carries (`X-Request-Id`).
+    func respondUnanswered(serial: UInt64) {
+        if loop.inEventLoop {
+            respondUnansweredOnLoop(serial: serial)
+        } else {
+            _ = loop.execute { self.respondUnansweredOnLoop(serial: serial) }
+        }
+    }
+
+    private func respondUnansweredOnLoop(serial: UInt64) {
+        guard phase == .responding, serial == self.serial else { return }
+        let error = HTTPFramingError(status: 500, message: "the request was not answered", requestHeaders: requestHeaders)
+        respondOnLoop(serial: serial, with: front.server.problemResponder(error))
     }
 
     private func respondOnLoop(serial: UInt64, with response: HTTPResponse) {
@@ -191,7 +300,7 @@ final class HTTPConnection: @unchecked Sendable {
     private func answer(_ error: HTTPFramingError) {
         phase = .responding
         enableReading(false)
-        leftover = []
+        dropPending()
         answeringHead = false
         let response = front.server.problemResponder(error)
         write(status: response.status, headers: response.headers, body: response.body, close: true)
@@ -217,6 +326,10 @@ final class HTTPConnection: @unchecked Sendable {
         closeAfterAnswer = close
         let bodyless = status == 204 || status == 304 || status < 200
         var head = front.takeHeadBuffer()
+        if !interimRest.isEmpty {
+            head.append(contentsOf: interimRest)
+            interimRest = []
+        }
         HTTPResponseHead.write(
             status: status,
             headers: headers,
@@ -297,8 +410,13 @@ final class HTTPConnection: @unchecked Sendable {
         enableReading(true)
         arm(.idle, after: front.configuration.idleTimeout)
         // An answer given while the handler was still being called comes
-        // back here; `readable` then picks up the leftover, without recursion.
-        if !leftover.isEmpty && !isDispatching { consumeLeftover() }
+        // back here; the caller then goes on with the pipelined bytes,
+        // without recursion. One given later (a task, a callback) starts a
+        // turn of its own.
+        if unparsedCount > 0 && !isDispatching && resumeTimer == nil {
+            requestsThisTurn = 0
+            parsePending()
+        }
     }
 
     /// Shuts our side, then reads and drops what the client still sends,
@@ -306,7 +424,7 @@ final class HTTPConnection: @unchecked Sendable {
     /// would send a reset, which can destroy the answer before it is read.
     private func startLingering() {
         phase = .lingering
-        leftover = []
+        dropPending()
         // ENOTCONN (the client has gone) needs nothing more: lingering ends
         // at the EOF that follows.
         _ = try? CCheck.posix(Int(gw_shutdown_write(fd)), "shutdown")
@@ -400,7 +518,10 @@ final class HTTPConnection: @unchecked Sendable {
         writeEvent = nil
         timerEvent = nil
         _ = Glibc.close(fd)
-        leftover = []
+        dropPending()
+        resumeTimer?.cancel()
+        resumeTimer = nil
+        requestHeaders = nil
         outboxHead = []
         outboxBody = []
         outboxHeld = nil

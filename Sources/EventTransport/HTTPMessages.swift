@@ -76,6 +76,12 @@ public struct HTTPClientError: Error, Sendable, Equatable, CustomStringConvertib
         case tls
         /// No response within the attempt's timeout.
         case timeout
+        /// The answer cannot be read as HTTP/1.1: a header section over the
+        /// limit, a transfer coding that was not asked for, a control
+        /// character (NUL) in a field, a status outside 200 to 599 (or an
+        /// unasked-for `101`), conflicting framing. The upstream is broken,
+        /// not unreachable: asking again would get the same.
+        case malformedResponse
         /// The response's body is larger than the client reads
         /// (``HTTPSClientConfiguration/maxResponseBytes``): refused when its
         /// declared length says so, cut off at the limit when it streams.

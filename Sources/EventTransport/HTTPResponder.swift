@@ -4,7 +4,9 @@ import Synchronization
 ///
 /// It cannot be copied, and each way of answering consumes it, so a second
 /// answer does not compile. One dropped without answering (a bug) answers
-/// `500` as it goes, so the client is never left waiting.
+/// `500` as it goes (the server's problem answer, with what the problem
+/// responder adds, such as `X-Request-Id`), so the client is never left
+/// waiting.
 public struct HTTPResponder: ~Copyable, @unchecked Sendable {
     // @unchecked: the connection is loop-bound and `respond` hops to its loop.
     // Unmanaged (a retained reference) because `discard self` needs fields
@@ -49,11 +51,7 @@ public struct HTTPResponder: ~Copyable, @unchecked Sendable {
 
     deinit {
         let connection = self.connection.takeRetainedValue()
-        connection.respond(serial: serial, with: HTTPResponse(
-            status: 500,
-            headers: ["Content-Type": "application/json"],
-            body: Array(#"{"error":{"status":500,"message":"the request was not answered"}}"#.utf8)
-        ))
+        connection.respondUnanswered(serial: serial)
     }
 }
 
@@ -80,10 +78,6 @@ public final class HTTPDeferredResponder: Sendable {
 
     deinit {
         guard !sent.load(ordering: .acquiring) else { return }
-        connection.respond(serial: serial, with: HTTPResponse(
-            status: 500,
-            headers: ["Content-Type": "application/json"],
-            body: Array(#"{"error":{"status":500,"message":"the request was not answered"}}"#.utf8)
-        ))
+        connection.respondUnanswered(serial: serial)
     }
 }

@@ -17,8 +17,10 @@ public struct HTTPSClientConfiguration: Sendable {
     /// Most exchanges in flight at once over every loop
     /// (`UPSTREAM_CONCURRENCY`); more wait their turn, first come first served.
     public var maxConcurrentExchanges: Int
-    /// Idle keep-alive connections kept per event loop.
-    public var maxIdleConnectionsPerLoop: Int
+    /// Idle keep-alive connections kept per event loop; nil: an equal
+    /// share of `maxConcurrentExchanges` per loop
+    /// (``idleConnectionsPerLoop(maxConcurrentExchanges:loops:)``).
+    public var maxIdleConnectionsPerLoop: Int?
     /// An idle connection older than this is closed rather than reused.
     public var idleTimeout: Duration
     /// Largest response body read (`UPSTREAM_MAX_BODY_BYTES`); a larger one
@@ -43,12 +45,23 @@ public struct HTTPSClientConfiguration: Sendable {
         self.tls = tls
         self.timeoutMilliseconds = timeoutMilliseconds
         self.maxConcurrentExchanges = maxConcurrentExchanges
-        // As many idle as may be leased: a loop that ran at the cap reuses
-        // every connection instead of handshaking again.
-        self.maxIdleConnectionsPerLoop = maxIdleConnectionsPerLoop ?? maxConcurrentExchanges
+        self.maxIdleConnectionsPerLoop = maxIdleConnectionsPerLoop
         self.idleTimeout = idleTimeout
         self.maxResponseBytes = maxResponseBytes
         self.observer = observer
+    }
+}
+
+extension HTTPSClientConfiguration {
+    /// The default cap on idle connections per loop: an equal share of the
+    /// leases, rounded up. Idle connections then number at most about
+    /// `maxConcurrentExchanges` over all loops, beside as many in use, so
+    /// the descriptors the upstream may hold are known in advance (the
+    /// gateway keeps them aside: `DescriptorBudget`). As many per loop as
+    /// may be leased would allow that many times the loops.
+    public static func idleConnectionsPerLoop(maxConcurrentExchanges: Int, loops: Int) -> Int {
+        let leases = max(1, maxConcurrentExchanges)
+        return (leases + max(1, loops) - 1) / max(1, loops)
     }
 }
 
@@ -88,7 +101,8 @@ public final class HTTPSClient: Sendable {
         self.state = Mutex(StateMachine(
             loopCount: group.loops.count,
             maxLeased: max(1, configuration.maxConcurrentExchanges),
-            maxIdlePerLoop: configuration.maxIdleConnectionsPerLoop,
+            maxIdlePerLoop: configuration.maxIdleConnectionsPerLoop
+                ?? HTTPSClientConfiguration.idleConnectionsPerLoop(maxConcurrentExchanges: configuration.maxConcurrentExchanges, loops: group.loops.count),
             idleTimeout: configuration.idleTimeout
         ))
         var pools: [HTTPSConnectionPool] = []
@@ -209,6 +223,9 @@ final class HTTPSConnectionPool: @unchecked Sendable {
     private var hostsOnlyDNSBase: OpaquePointer?
     /// The `Host` field every request sends.
     let hostField: String
+    /// Armed while this loop has idle connections: closes those past the
+    /// idle timeout, so an unused pool gives its descriptors back.
+    private var idleSweep: LoopTimer?
     /// `UPSTREAM_TIMEOUT_MS` as one of the loop's common timeouts: every
     /// exchange arms the same duration, which libevent then keeps in a queue
     /// (constant time) instead of its timer heap.
@@ -303,6 +320,7 @@ final class HTTPSConnectionPool: @unchecked Sendable {
         for closing in action.close {
             if let connection = connections[closing] { retire(connection) }
         }
+        if reusable && !action.close.contains(id) { armIdleSweep() }
         if let grant = action.grant {
             let target = client.pool(grant.loop)
             // On the waiter's own loop, after this callback has returned.
@@ -310,6 +328,32 @@ final class HTTPSConnectionPool: @unchecked Sendable {
             let lease = grant.lease
             target.loop.execute { target.run(request, on: lease) }
         }
+    }
+
+    /// Closes this loop's idle connections past the idle timeout one idle
+    /// timeout from now, and again while any is left.
+    private func armIdleSweep() {
+        guard idleSweep == nil else { return }
+        idleSweep = loop.scheduleTimer(after: configuration.idleTimeout) { [weak self] in
+            guard let self else { return }
+            self.idleSweep = nil
+            let index = self.index
+            let (expired, left) = self.client.state.withLock { state in
+                (state.expireIdle(loop: index, now: .now), state.idleCount(loop: index))
+            }
+            self.close(expired)
+            if left > 0 { self.armIdleSweep() }
+        }
+    }
+
+    /// An idle connection ended by itself (the upstream closed it, or sent
+    /// bytes nobody asked for): closed now, not left in CLOSE_WAIT until a
+    /// request would find it dead.
+    func idleConnectionEnded(_ connection: HTTPSConnection) {
+        loop.preconditionInEventLoop()
+        guard connections[connection.id] === connection else { return }
+        let id = connection.id
+        if client.state.withLock({ $0.removeIdle(id) }) { retire(connection) }
     }
 
     /// Ends every exchange in progress with "the client is shut down".
@@ -324,6 +368,10 @@ final class HTTPSConnectionPool: @unchecked Sendable {
         loop.preconditionInEventLoop()
         for id in ids {
             if let connection = connections[id] { retire(connection) }
+        }
+        if client.isShutDown {
+            idleSweep?.cancel()
+            idleSweep = nil
         }
     }
 

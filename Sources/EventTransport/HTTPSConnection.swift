@@ -123,6 +123,7 @@ final class HTTPSConnection: @unchecked Sendable {
             // Bytes nobody asked for: the connection is out of step.
             evbuffer_drain(input, evbuffer_get_length(input))
             isClosed = true
+            pool.idleConnectionEnded(self)
             return
         }
         var segments = (iovec(), iovec(), iovec(), iovec())
@@ -186,7 +187,12 @@ final class HTTPSConnection: @unchecked Sendable {
         // End of stream, or an error: the connection is over either way.
         isClosed = true
         if let bev = bufferevent { bufferevent_disable(bev, Int16(EV_READ | EV_WRITE)) }
-        guard completion != nil else { return }
+        guard completion != nil else {
+            // Idle: the upstream closed it (or it failed) between exchanges.
+            // Closed on our side too, now, rather than left in CLOSE_WAIT.
+            pool.idleConnectionEnded(self)
+            return
+        }
         if what & Int16(BEV_EVENT_EOF) != 0 {
             // A body that runs until the close ends here.
             switch parser.finish() {
@@ -195,7 +201,11 @@ final class HTTPSConnection: @unchecked Sendable {
                 finish(.success(HTTPClientResponse(status: response.status, headers: response.headers, body: response.body)))
                 return
             case .failed(let failure):
-                finish(.failure(clientError(failure)))
+                // Cut short by the close: the peer went away mid-answer,
+                // which is the connection's failure, not the framing's.
+                var error = clientError(failure)
+                if case .malformed = failure { error = HTTPClientError(kind: .connection, message: error.message) }
+                finish(.failure(error))
                 return
             case .needMore:
                 break
@@ -238,9 +248,9 @@ final class HTTPSConnection: @unchecked Sendable {
         case .tooLarge:
             HTTPClientError(kind: .responseTooLarge, message: "the upstream's answer is larger than \(pool.configuration.maxResponseBytes) bytes (UPSTREAM_MAX_BODY_BYTES)")
         case .headerTooLarge(let limit):
-            HTTPClientError(kind: .connection, message: "malformed HTTP response: its header section is over \(limit)")
+            HTTPClientError(kind: .malformedResponse, message: "malformed HTTP response: its header section is over \(limit)")
         case .malformed(let reason):
-            HTTPClientError(kind: .connection, message: "malformed HTTP response: \(reason)")
+            HTTPClientError(kind: .malformedResponse, message: "malformed HTTP response: \(reason)")
         }
     }
 

@@ -10,9 +10,11 @@ import Synchronization
 /// now, or `send(after:)` for work that awaits).
 public typealias HTTPRequestHandler = @Sendable (HTTPServerRequest, consuming HTTPResponder) -> Void
 
-/// The answer to a request that cannot be read (``HTTPFramingError``), or
-/// to one that took too long to arrive (`408`). The server adds
-/// `Connection: close` and closes after it.
+/// The answer to a request that cannot be read (``HTTPFramingError``), to
+/// one that took too long to arrive (`408`), to a connection over the cap
+/// (`503`), and to a request whose responder was dropped unanswered
+/// (`500`, with the request's fields). The server adds `Connection: close`
+/// and closes after it, except after the `500`.
 public typealias HTTPProblemResponder = @Sendable (HTTPFramingError) -> HTTPResponse
 
 /// The gateway's HTTP/1.1 front: strict framing (``HTTPRequestParser``),
@@ -218,7 +220,13 @@ final class LoopHTTPFront: @unchecked Sendable {
 
     private func admit(_ fd: Int32) {
         guard server.admitConnection() else {
-            Self.rejectionBytes.withUnsafeBytes { _ = gw_write2(fd, $0.baseAddress, $0.count, nil, 0) }
+            // The server's problem answer, so it carries what every error
+            // answer carries (`X-Request-Id`). Best effort: the socket is
+            // new, its buffer empty; it closes either way.
+            var bytes = rejectionBytes()
+            bytes.withUnsafeBytes { _ = gw_write2(fd, $0.baseAddress, $0.count, nil, 0) }
+            bytes.removeAll(keepingCapacity: true)
+            returnHeadBuffer(bytes)
             _ = Glibc.close(fd)
             return
         }
@@ -227,11 +235,14 @@ final class LoopHTTPFront: @unchecked Sendable {
         if !connection.start() { connection.close() }
     }
 
-    /// The answer of a connection over the cap.
-    static let rejectionBytes: [UInt8] = {
-        let body = #"{"error":{"status":503,"message":"too many connections; retry later"}}"#
-        return Array("HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\nContent-Length: \(body.utf8.count)\r\nConnection: close\r\n\r\n\(body)".utf8)
-    }()
+    /// The answer of a connection over the cap, head and body.
+    private func rejectionBytes() -> [UInt8] {
+        let response = server.problemResponder(HTTPFramingError(status: 503, message: "too many connections; retry later"))
+        var bytes = takeHeadBuffer()
+        HTTPResponseHead.write(status: response.status, headers: response.headers, contentLength: response.body.count, close: true, date: currentDate(), into: &bytes)
+        bytes.append(contentsOf: response.body)
+        return bytes
+    }
 
     private func pauseAccepting(errno code: Int32) {
         guard let listenerEvent else { return }

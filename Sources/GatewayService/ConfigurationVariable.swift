@@ -2,6 +2,7 @@
 /// default. One list, so `--help`, validation and the start-up log agree.
 public enum ConfigurationVariable: String, CaseIterable, Sendable {
     case listen = "GATEWAY_LISTEN"
+    case adminListen = "GATEWAY_ADMIN_LISTEN"
     case workers = "GATEWAY_WORKERS"
     case upstreamURL = "ONSIDE_UPSTREAM_URL"
     case appID = "ONSIDE_APP_ID"
@@ -40,6 +41,7 @@ public enum ConfigurationVariable: String, CaseIterable, Sendable {
     public var flag: String {
         switch self {
         case .listen: "listen"
+        case .adminListen: "admin-listen"
         case .workers: "workers"
         case .upstreamURL: "upstream-url"
         case .appID: "app-id"
@@ -80,6 +82,7 @@ public enum ConfigurationVariable: String, CaseIterable, Sendable {
     public var defaultDescription: String {
         switch self {
         case .listen: "127.0.0.1:8080"
+        case .adminListen: "unset: probes and metrics are served on GATEWAY_LISTEN only"
         case .workers: "number of CPUs"
         case .upstreamURL: "unset: serve the embedded catalog"
         case .appID: "demo with the embedded catalog; required with an upstream"

@@ -4,6 +4,7 @@ import JSONRPC
 import Logging
 import ProductsDomain
 import ServiceLifecycle
+import Synchronization
 
 /// The composition root: builds every part from a configuration, serves,
 /// and shuts down gracefully. `main` and the tests both use it.
@@ -27,6 +28,7 @@ public final class GatewayApplication: Service {
     private let descriptors: DescriptorBudget
     private let upstream: UpstreamPool
     private let sharedTier: SharedTier?
+    private let boundAdminPort = Atomic<Int>(-1)
 
     /// Builds the gateway; nothing listens until ``start()``.
     /// - Throws: ``ConfigurationError`` for a CA or catalog file that cannot
@@ -132,6 +134,7 @@ public final class GatewayApplication: Service {
                 idleTimeout: .milliseconds(configuration.idleTimeoutMS),
                 maxConnections: descriptors.maxConnections
             ),
+            admin: configuration.adminListen,
             logger: logger,
             handler: handler,
             readiness: readiness
@@ -158,15 +161,24 @@ public final class GatewayApplication: Service {
                 "reservedDescriptors": .stringConvertible(descriptors.reserved),
             ])
         }
-        do {
-            return try front.start()
+        do throws(HTTPFrontBindError) {
+            let ports = try front.start()
+            boundAdminPort.store(ports.adminPort ?? -1, ordering: .releasing)
+            return ports.port
         } catch {
             // Binding is the one thing starting the front can fail at.
-            throw ConfigurationError(
-                variable: ConfigurationVariable.listen.rawValue,
-                message: "cannot listen on \(configuration.listenHost):\(configuration.listenPort): \(error)"
-            )
+            let (variable, host, port) = error.isAdmin
+                ? (ConfigurationVariable.adminListen, configuration.adminListen?.host ?? "", configuration.adminListen?.port ?? 0)
+                : (ConfigurationVariable.listen, configuration.listenHost, configuration.listenPort)
+            throw ConfigurationError(variable: variable.rawValue, message: "cannot listen on \(host):\(port): \(error.error)")
         }
+    }
+
+    /// The port `GATEWAY_ADMIN_LISTEN` is bound to (the real one when it
+    /// asked for port 0), once ``start()`` has returned; nil without it.
+    public var adminPort: Int? {
+        let port = boundAdminPort.load(ordering: .acquiring)
+        return port < 0 ? nil : port
     }
 
     /// Serves until the group running it shuts down, then drains:

@@ -13,6 +13,9 @@ public struct GatewayConfiguration: Sendable {
 
     public var listenHost: String
     public var listenPort: Int
+    /// `GATEWAY_ADMIN_LISTEN`: where `/healthz`, `/readyz` and `/metrics`
+    /// are also served, outside `GATEWAY_MAX_CONNECTIONS`; nil when unset.
+    public var adminListen: ListenAddress?
     public var workers: Int
     /// `nil` serves the catalog.
     public var upstream: Upstream?
@@ -56,6 +59,12 @@ public struct GatewayConfiguration: Sendable {
 
     public enum LogFormat: String, Sendable { case json, text }
 
+    /// A host (or address) and port to bind.
+    public struct ListenAddress: Sendable, Equatable {
+        public var host: String
+        public var port: Int
+    }
+
     /// Where the shared tier's Redis is.
     public struct Redis: Sendable, Equatable {
         public var host: String
@@ -83,7 +92,8 @@ public struct GatewayConfiguration: Sendable {
     ) throws(ConfigurationError) -> GatewayConfiguration {
         let source = SettingSource(environment: environment, overrides: overrides)
         try source.refusePlaceholders()
-        let (host, port) = try source.listenAddress()
+        let (host, port) = try source.listenAddress(.listen, default: "127.0.0.1:8080")
+        let adminListen = try source.adminListenAddress(mainPort: port)
         let upstream = try source.upstream()
         let catalogPath = source.string(.catalog)
         if upstream != nil, catalogPath != nil {
@@ -105,6 +115,7 @@ public struct GatewayConfiguration: Sendable {
         return GatewayConfiguration(
             listenHost: host,
             listenPort: port,
+            adminListen: adminListen,
             workers: try source.integer(.workers, in: 1...256, default: ProcessInfo.processInfo.activeProcessorCount),
             upstream: upstream,
             appID: appID,
@@ -142,6 +153,7 @@ public struct GatewayConfiguration: Sendable {
     public var redactedSummary: [(String, String)] {
         [
             ("GATEWAY_LISTEN", "\(listenHost):\(listenPort)"),
+            ("GATEWAY_ADMIN_LISTEN", adminListen.map { "\($0.host):\($0.port)" } ?? "<unset>"),
             ("GATEWAY_WORKERS", "\(workers)"),
             ("ONSIDE_UPSTREAM_URL", upstream.map { "https://\($0.host):\($0.port)\($0.basePath)" } ?? "<embedded catalog>"),
             ("ONSIDE_APP_ID", appID),
@@ -221,32 +233,50 @@ private struct SettingSource {
         return text.lowercased()
     }
 
-    func listenAddress() throws(ConfigurationError) -> (String, Int) {
-        let text = string(.listen) ?? "127.0.0.1:8080"
+    /// `GATEWAY_ADMIN_LISTEN`, nil when unset. Its port may not be the main
+    /// listener's: both are bound with `SO_REUSEPORT`, so the kernel would
+    /// share the callers' connections between them.
+    func adminListenAddress(mainPort: Int) throws(ConfigurationError) -> GatewayConfiguration.ListenAddress? {
+        guard string(.adminListen) != nil else { return nil }
+        let (host, port) = try listenAddress(.adminListen, default: "")
+        if port != 0 && port == mainPort {
+            throw fail(.adminListen, "port \(port) is GATEWAY_LISTEN's; probes and metrics need a port of their own")
+        }
+        return .init(host: host, port: port)
+    }
+
+    func listenAddress(_ variable: ConfigurationVariable, default fallback: String) throws(ConfigurationError) -> (String, Int) {
+        let text = string(variable) ?? fallback
         let host: Substring
         let portText: Substring
         if text.hasPrefix("[") {
             guard let close = text.firstIndex(of: "]"), text[text.index(after: close)...].hasPrefix(":") else {
-                throw fail(.listen, "expected host:port or [ipv6]:port, got '\(text.prefix(60))'")
+                throw fail(variable, "expected host:port or [ipv6]:port, got '\(text.prefix(60))'")
             }
             host = text[text.index(after: text.startIndex)..<close]
             portText = text[text.index(close, offsetBy: 2)...]
         } else {
             guard let colon = text.lastIndex(of: ":") else {
-                throw fail(.listen, "expected host:port, got '\(text.prefix(60))'")
+                throw fail(variable, "expected host:port, got '\(text.prefix(60))'")
             }
             host = text[..<colon]
             portText = text[text.index(after: colon)...]
         }
-        guard !host.isEmpty else { throw fail(.listen, "the host is empty in '\(text.prefix(60))'") }
+        guard !host.isEmpty else { throw fail(variable, "the host is empty in '\(text.prefix(60))'") }
         guard let port = Int(portText), (0...65535).contains(port) else {
-            throw fail(.listen, "the port must be 0 to 65535, got '\(portText.prefix(20))'")
+            throw fail(variable, "the port must be 0 to 65535, got '\(portText.prefix(20))'")
         }
         return (String(host), port)
     }
 
     func upstream() throws(ConfigurationError) -> GatewayConfiguration.Upstream? {
         guard let text = string(.upstreamURL) else { return nil }
+        // Any `@` after the `//` is taken for credentials, even where a URL
+        // parser would see a path (`https://user:1/pa@ss`): refused, and the
+        // URL is not quoted.
+        if URLRedaction.splittingUserinfo(text).userinfo != nil {
+            throw fail(.upstreamURL, "credentials in the URL are not allowed; use ONSIDE_API_TOKEN or ONSIDE_API_TOKEN_FILE")
+        }
         guard let components = URLComponents(string: text), let scheme = components.scheme?.lowercased() else {
             throw fail(.upstreamURL, "expected https://host[:port][/base], got '\(URLRedaction.redactingUserinfo(text).prefix(100))'")
         }
@@ -317,15 +347,28 @@ private struct SettingSource {
             return nil
         }
         let shown = URLRedaction.redactingUserinfo(text).prefix(100)
-        guard let components = URLComponents(string: text), let scheme = components.scheme?.lowercased() else {
+        // The userinfo is split off at the last `@` before the URL is
+        // parsed, so a password holding `/`, `?` or `#` is read whole, and
+        // nothing after this quotes any of it.
+        let (withoutUserinfo, userinfo) = URLRedaction.splittingUserinfo(text)
+        guard let components = URLComponents(string: withoutUserinfo), let scheme = components.scheme?.lowercased() else {
             throw fail(.redisURL, "expected redis://[:password@]host[:port][/db], got '\(shown)'")
         }
         guard scheme == "redis" else {
             throw fail(.redisURL, "only redis:// is supported (keep the Redis on a private network), got '\(scheme)://'")
         }
         guard let host = components.host, !host.isEmpty else { throw fail(.redisURL, "the URL has no host: '\(shown)'") }
-        if let user = components.user, !user.isEmpty, user != "default" {
-            throw fail(.redisURL, "only the default user is supported: use redis://:password@host")
+        var urlPassword: String?
+        if let userinfo {
+            let colon = userinfo.firstIndex(of: ":")
+            let user = colon.map { userinfo[..<$0] } ?? userinfo
+            if !user.isEmpty, user != "default" {
+                throw fail(.redisURL, "only the default user is supported: use redis://:password@host")
+            }
+            if let colon {
+                let raw = String(userinfo[userinfo.index(after: colon)...])
+                urlPassword = raw.removingPercentEncoding ?? raw
+            }
         }
         guard components.query == nil, components.fragment == nil else {
             throw fail(.redisURL, "the URL must not have a query or fragment")
@@ -343,7 +386,7 @@ private struct SettingSource {
             }
             database = number
         }
-        var password = components.password.flatMap { $0.isEmpty ? nil : $0 }
+        var password = urlPassword.flatMap { $0.isEmpty ? nil : $0 }
         if let path = string(.redisPasswordFile) {
             if password != nil { throw fail(.redisPasswordFile, "set the password either in GATEWAY_REDIS_URL or in GATEWAY_REDIS_PASSWORD_FILE, not both") }
             let text = try fileText(path, .redisPasswordFile)
@@ -387,13 +430,27 @@ private struct SettingSource {
 
 /// Keeps credentials out of messages about URLs.
 enum URLRedaction {
-    /// `text` with anything between `//` and an `@` of the authority
-    /// replaced by `***`: a message about a URL that does not parse must not
-    /// carry the `user:password@` someone put in it.
+    /// `text` with everything between `//` and the last `@` replaced by
+    /// `***` (everything before the last `@` when there is no `//` before
+    /// it): a message about a URL must not carry the `user:password@`
+    /// someone put in it.
+    ///
+    /// Conservative on purpose: URL parsers end the authority at the first
+    /// `/`, `?` or `#`, so a password holding one of them
+    /// (`https://user:pa/ss@host`) would otherwise be read as a host, a
+    /// path or a fragment and quoted. An `@` later in a path costs that
+    /// path's start in the message, never a secret.
     static func redactingUserinfo(_ text: String) -> String {
-        guard let slashes = text.range(of: "//") else { return text }
-        let authorityEnd = text[slashes.upperBound...].firstIndex { $0 == "/" || $0 == "?" || $0 == "#" } ?? text.endIndex
-        guard let at = text[slashes.upperBound..<authorityEnd].lastIndex(of: "@") else { return text }
+        guard let at = text.lastIndex(of: "@") else { return text }
+        guard let slashes = text.range(of: "//"), slashes.upperBound <= at else { return "***" + String(text[at...]) }
         return String(text[..<slashes.upperBound]) + "***" + String(text[at...])
+    }
+
+    /// Splits `scheme://userinfo@rest` at the last `@` after the `//`:
+    /// the URL without its userinfo, and the userinfo (nil without an `@`).
+    /// So a password may hold `/`, `?`, `#` or `@` as typed.
+    static func splittingUserinfo(_ text: String) -> (url: String, userinfo: Substring?) {
+        guard let slashes = text.range(of: "//"), let at = text[slashes.upperBound...].lastIndex(of: "@") else { return (text, nil) }
+        return (String(text[..<slashes.upperBound]) + String(text[text.index(after: at)...]), text[slashes.upperBound..<at])
     }
 }

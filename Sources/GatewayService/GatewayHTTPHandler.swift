@@ -66,6 +66,17 @@ final class GatewayHTTPHandler: Sendable {
         }
     }
 
+    /// The admin listener (`GATEWAY_ADMIN_LISTEN`): `/healthz`, `/readyz`
+    /// and `/metrics` as on the main one; every other path answers `404`.
+    func handleAdmin(_ request: HTTPServerRequest, responder: consuming HTTPResponder) {
+        guard GatewayRoutes.admin.contains(request.path) else {
+            let requestID = RequestID.accept(request.headers["X-Request-Id"]) ?? RequestID.generate()
+            responder.send(Self.problem(404, "no route for \(request.path.prefix(100)) on this address; it serves only GET /healthz, /readyz and /metrics (the API is POST /rpc on GATEWAY_LISTEN)", headers: ["X-Request-Id": requestID]))
+            return
+        }
+        handle(request, responder: responder)
+    }
+
     private func handleRPC(_ request: HTTPServerRequest, requestID: String, headers: consuming HTTPHeaders, responder: consuming HTTPResponder) {
         var headers = headers
         guard authenticator.isAuthorized(request.headers["Authorization"]) else {

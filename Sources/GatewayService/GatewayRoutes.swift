@@ -9,4 +9,7 @@ public enum GatewayRoutes {
         ("/metrics", "GET"),
         ("/openapi.yaml", "GET"),
     ]
+
+    /// The paths `GATEWAY_ADMIN_LISTEN` serves; nothing else is served there.
+    public static let admin: [String] = ["/healthz", "/readyz", "/metrics"]
 }

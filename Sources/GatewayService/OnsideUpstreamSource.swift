@@ -71,7 +71,9 @@ public struct OnsideUpstreamSource: ProductSource {
             }
             switch UpstreamResponseClassifier.classify(outcome) {
             case .success(let page):
-                completion(.success(page))
+                // What was not asked for goes no further (the shared tier
+                // stores and publishes what this returns).
+                completion(.success(page.restricted(to: request.identifiers)))
             case .failure(let failure, let retryable, let retryAfter):
                 // Not after the client shut down: nothing would start.
                 guard retryable && attempt < settings.retries && !client.isShutDown else { return completion(.failure(failure)) }

@@ -110,6 +110,36 @@ public struct SourcePage: Sendable {
     }
 }
 
+extension SourcePage {
+    /// This page with only the products of `identifiers`, each matched
+    /// byte for byte. An item the fetch did not ask for is dropped (the
+    /// contract's rule), so it can never fill a slot another fetch is
+    /// answering; so is one whose id differs from an asked one only by
+    /// Unicode equivalence (`\u{212A}ey` for `Key`), which `String`
+    /// compares and hashes as equal. Returns the page itself, with no copy,
+    /// when nothing is dropped.
+    func restricted(to identifiers: [String]) -> SourcePage {
+        var exact = 0
+        for identifier in identifiers {
+            guard let index = encodedProducts.index(forKey: identifier) else { continue }
+            if encodedProducts[index].key.utf8.elementsEqual(identifier.utf8) { exact += 1 }
+        }
+        // Asked identifiers are distinct, so `exact` counts distinct keys.
+        if exact == encodedProducts.count { return self }
+        var kept: [String: EncodedJSON] = [:]
+        kept.reserveCapacity(exact)
+        for identifier in identifiers {
+            guard let index = encodedProducts.index(forKey: identifier) else { continue }
+            let (key, product) = encodedProducts[index]
+            if key.utf8.elementsEqual(identifier.utf8) { kept[identifier] = product }
+        }
+        return SourcePage(
+            encodedProducts: kept, maxAgeSeconds: maxAgeSeconds,
+            staleIfErrorSeconds: staleIfErrorSeconds, staleWhileRevalidateSeconds: staleWhileRevalidateSeconds
+        )
+    }
+}
+
 /// Where products come from: the Onside upstream over HTTPS, or the
 /// embedded catalog. Both feed the same pipeline (coalescing, caching,
 /// normalisation, errors).

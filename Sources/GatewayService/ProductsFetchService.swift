@@ -386,7 +386,10 @@ public final class ProductsFetchService: Sendable {
         let source = self.source
         let cache = self.cache
         let coalescer = self.coalescer
-        source.fetch(request) { outcome in
+        source.fetch(request) { answered in
+            // Only what this fetch asked for, byte for byte, reaches the
+            // cache and the calls waiting on it.
+            let outcome = answered.map { $0.restricted(to: fetch.identifiers) }
             if case .success(let page) = outcome {
                 // Stored before the identifiers are released, so a call
                 // arriving in between finds one or the other.

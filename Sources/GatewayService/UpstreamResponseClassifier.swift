@@ -12,8 +12,10 @@ enum UpstreamResponseClassifier {
     static func classify(_ outcome: Result<HTTPClientResponse, HTTPClientError>) -> Verdict {
         let response: HTTPClientResponse
         switch outcome {
-        case .failure(let error) where error.kind == .responseTooLarge:
-            // Asking again would download as much again: not retried.
+        case .failure(let error) where error.kind == .responseTooLarge || error.kind == .malformedResponse:
+            // Asking again would download as much again, or read the same
+            // broken framing: not retried. The upstream answered something
+            // unparseable, which the contract calls internalError.
             return .failure(.internalError(upstreamStatus: nil, detail: error.message), retryable: false, retryAfterSeconds: nil)
         case .failure(let error):
             return .failure(.connectionError(detail: error.message), retryable: true, retryAfterSeconds: nil)

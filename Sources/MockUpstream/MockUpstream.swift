@@ -102,6 +102,8 @@ public final class MockUpstream: Sendable {
             responder.resetConnection()
         case .hang:
             responder.abandon()
+        case .rawResponse(let bytes):
+            responder.sendRaw(bytes)
         case .trickle(let chunks, let interval):
             let answer = self.answer(request, identifiers: identifiers, country: query["country"], cacheControl: cacheControl, fault: nil)
             Task {
@@ -167,6 +169,14 @@ public final class MockUpstream: Sendable {
            case .object(var first)? = items.first {
             first["title"] = nil
             items[0] = .object(first)
+            object["items"] = .array(items)
+            body = .object(object)
+        }
+        if case .extraItem(let id, let title) = fault, case .object(var object) = body, case .array(var items)? = object["items"] {
+            items.append(.object([
+                "id": .string(id), "title": .string(title), "description": .string("not asked for"),
+                "price": .object(["amount": .string("1.00"), "currency": .string("EUR")]),
+            ]))
             object["items"] = .array(items)
             body = .object(object)
         }

@@ -19,4 +19,11 @@ public enum MockUpstreamFault: Sendable, Equatable {
     /// spaces), declared with `Content-Length`, or sent chunked with no
     /// length when `chunked` is set.
     case oversized(bytes: Int, chunked: Bool)
+    /// Write these bytes on the connection instead of an HTTP answer
+    /// (framing the gateway must refuse: a huge header section, a transfer
+    /// coding it did not ask for, a NUL in a field, status 101 or 600).
+    case rawResponse([UInt8])
+    /// Answer normally, with one more item in `items`, which the gateway
+    /// did not ask for: a one-time product of this id and title.
+    case extraItem(id: String, title: String)
 }

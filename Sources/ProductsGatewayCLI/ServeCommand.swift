@@ -14,6 +14,9 @@ struct ServeCommand: AsyncParsableCommand {
     @Option(name: .customLong(ConfigurationVariable.listen.flag), help: Self.help(.listen, "Address and port to serve on."))
     var listen: String?
 
+    @Option(name: .customLong(ConfigurationVariable.adminListen.flag), help: Self.help(.adminListen, "A second address serving only /healthz, /readyz and /metrics, outside GATEWAY_MAX_CONNECTIONS (64 connections of its own)."))
+    var adminListen: String?
+
     @Option(name: .customLong(ConfigurationVariable.workers.flag), help: Self.help(.workers, "Event-loop threads."))
     var workers: String?
 
@@ -117,6 +120,7 @@ struct ServeCommand: AsyncParsableCommand {
     var overrides: [ConfigurationVariable: String] {
         let pairs: [(ConfigurationVariable, String?)] = [
             (.listen, listen),
+            (.adminListen, adminListen),
             (.workers, workers),
             (.upstreamURL, upstreamURL),
             (.appID, appID),
@@ -196,6 +200,9 @@ struct ServeCommand: AsyncParsableCommand {
             throw ExitCode(2)
         }
         logger.info("listening", metadata: ["address": "\(configuration.listenHost):\(port)", "port": .stringConvertible(port)])
+        if let admin = configuration.adminListen, let adminPort = application.adminPort {
+            logger.info("listening for probes and metrics", metadata: ["address": "\(admin.host):\(adminPort)", "port": .stringConvertible(adminPort), "setting": "GATEWAY_ADMIN_LISTEN"])
+        }
 
         // The first signal shuts the application down gracefully: it drains,
         // within the grace. Past the grace the group cancels it, and it

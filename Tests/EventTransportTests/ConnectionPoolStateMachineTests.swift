@@ -115,6 +115,26 @@ struct ConnectionPoolStateMachineTests {
         #expect(pool.connectionCount == 1)
     }
 
+    /// An idle connection the upstream closed leaves the table at once;
+    /// a leased one is left to its exchange.
+    @Test func anIdleConnectionThatEndedByItselfLeavesTheTable() {
+        var pool = machine(maxLeased: 2)
+        _ = pool.lease(1, loop: 0, waiter: "a", now: t0)
+        _ = pool.lease(2, loop: 0, waiter: "b", now: t0)
+        _ = pool.release(0, reusable: true, now: t0)
+        let leased = pool.removeIdle(1)
+        let idle = pool.removeIdle(0)
+        let again = pool.removeIdle(0)
+        #expect(!leased)
+        #expect(idle)
+        #expect(!again)
+        #expect(pool.idleCount(loop: 0) == 0)
+        #expect(pool.connectionCount == 1)
+        // The next lease opens a new connection rather than the dead one.
+        _ = pool.release(1, reusable: false, now: t0)
+        #expect(proceed(pool.lease(3, loop: 0, waiter: "c", now: t0))?.0 == .create(2))
+    }
+
     @Test func aStaleConnectionIsReplacedUnderTheSameLease() {
         var pool = machine(maxLeased: 1)
         _ = pool.lease(1, loop: 0, waiter: "a", now: t0)

@@ -26,19 +26,31 @@ final class HeldToken: Sendable {
 /// - `/big`: after 200 ms, an 8 MiB body;
 /// - `/held`: a 32 MiB body (more than the socket buffers take) with a
 ///   ``HeldToken`` to keep until it is written.
+///
+/// - `/stall`: blocks its loop for 300 ms, then answers `stalled` (so that
+///   other clients' bytes arrive together);
+/// and records every path it is asked for, in order (`handled`).
 final class ServerUnderTest: Sendable {
     let group: EventLoopGroup
     let server: HTTPServer
     let port: Int
     let heldReleases = ReleaseCount()
+    private let handledPaths = PathLog()
 
-    init(_ configure: (inout HTTPServerConfiguration) -> Void = { _ in }) throws {
+    var handled: [String] { handledPaths.all }
+
+    init(_ configure: (inout HTTPServerConfiguration) -> Void = { _ in }, problemResponder: @escaping HTTPProblemResponder = HTTPServer.problemResponse) throws {
         var configuration = HTTPServerConfiguration(host: "127.0.0.1", port: 0)
         configure(&configuration)
         group = try EventLoopGroup(count: 1, namePrefix: "http-test")
         let heldReleases = self.heldReleases
-        server = HTTPServer(group: group, configuration: configuration, logger: Logger(label: "http-test")) { request, responder in
+        let handledPaths = self.handledPaths
+        server = HTTPServer(group: group, configuration: configuration, logger: Logger(label: "http-test"), problemResponder: problemResponder) { request, responder in
+            handledPaths.append(request.path)
             switch request.path {
+            case "/stall":
+                usleep(300_000)
+                responder.send(HTTPResponse(status: 200, body: Array("stalled".utf8)))
             case "/drop":
                 _ = consume responder
             case "/deferred":
@@ -74,6 +86,13 @@ final class ServerUnderTest: Sendable {
         server.stop()
         group.shutdown()
     }
+}
+
+/// The paths a server was asked for, in order.
+final class PathLog: Sendable {
+    private let paths = Mutex<[String]>([])
+    var all: [String] { paths.withLock { $0 } }
+    func append(_ path: String) { paths.withLock { $0.append(path) } }
 }
 
 /// Polls `condition` for up to two seconds.
@@ -185,6 +204,78 @@ func statusLine(of response: String) -> String {
         #expect(body(of: reading.text) == "GET /echo 0")
         #expect(reading.end == .closed)
         #expect(await eventually { subject.server.openConnections == 0 })
+    }
+
+    /// A connection that sends nothing is closed at the read deadline when
+    /// it is shorter than the idle one: an idle flood cannot hold the cap.
+    @Test func aConnectionThatSendsNothingIsClosedAtTheReadDeadline() async throws {
+        let subject = try ServerUnderTest {
+            $0.readTimeout = .milliseconds(300)
+            $0.idleTimeout = .seconds(60)
+        }
+        defer { subject.stop() }
+        let silent = try RawSocket(port: subject.port, timeoutSeconds: 10)
+        #expect(silent.readToEnd() == Reading(text: "", end: .closed))
+        #expect(await eventually { subject.server.openConnections == 0 })
+        // After a first request, the idle deadline applies again: the
+        // kept-alive connection outlives the read deadline.
+        let kept = try RawSocket(port: subject.port)
+        kept.send("GET /echo HTTP/1.1\r\nHost: a\r\n\r\n")
+        #expect(kept.readResponses(1).map(body(of:)) == ["GET /echo 0"])
+        try await Task.sleep(for: .milliseconds(600))
+        kept.send("GET /echo HTTP/1.1\r\nHost: a\r\n\r\n")
+        #expect(kept.readResponses(1).map(body(of:)) == ["GET /echo 0"])
+    }
+
+    /// A client pipelining many requests gets at most 16 handled per turn
+    /// of the loop; another client whose request arrived meanwhile is
+    /// served between them, and every pipelined request is still answered,
+    /// in order.
+    @Test func pipelinedRequestsTakeTurnsWithOtherConnections() async throws {
+        let subject = try ServerUnderTest()
+        defer { subject.stop() }
+        let staller = try RawSocket(port: subject.port)
+        let pipeliner = try RawSocket(port: subject.port)
+        let other = try RawSocket(port: subject.port)
+        staller.send("GET /stall HTTP/1.1\r\nHost: a\r\n\r\n")
+        #expect(await eventually { subject.handled == ["/stall"] })
+        // While the loop is held, both clients' bytes arrive: the
+        // pipeliner's first.
+        pipeliner.send(String(repeating: "GET /a HTTP/1.1\r\nHost: a\r\n\r\n", count: 200))
+        other.send("GET /b HTTP/1.1\r\nHost: a\r\n\r\n")
+        #expect(staller.readResponses(1).map(body(of:)) == ["stalled"])
+        #expect(other.readResponses(1).map(body(of:)) == ["GET /b 0"])
+        let answers = pipeliner.readResponses(200)
+        #expect(answers.count == 200)
+        #expect(answers.allSatisfy { body(of: $0) == "GET /a 0" })
+        let order = subject.handled
+        let position = try #require(order.firstIndex(of: "/b"))
+        #expect(position <= 1 + 16, "the other client waited for \(position - 1) pipelined requests")
+        #expect(order.count == 202)
+    }
+
+    /// The server's own answers (a dropped responder's `500`, the `503`
+    /// over the cap) go through the problem responder, so they carry what
+    /// it adds, such as the gateway's `X-Request-Id`.
+    @Test func theServersOwnAnswersGoThroughTheProblemResponder() async throws {
+        let subject = try ServerUnderTest({ $0.maxConnections = 1 }, problemResponder: { error in
+            var headers = HTTPServer.problemResponse(error).headers
+            headers.add("X-Request-Id", error.requestHeaders?["X-Request-Id"] ?? "fresh-id")
+            return HTTPResponse(status: error.status, headers: headers, body: HTTPServer.problemResponse(error).body)
+        })
+        defer { subject.stop() }
+        let socket = try RawSocket(port: subject.port)
+        socket.send("GET /drop HTTP/1.1\r\nHost: a\r\nX-Request-Id: caller-7\r\n\r\n")
+        let dropped = try #require(socket.readResponses(1).first)
+        #expect(statusLine(of: dropped) == "HTTP/1.1 500 Internal Server Error")
+        #expect(dropped.contains("\r\nX-Request-Id: caller-7\r\n"))
+        #expect(body(of: dropped) == #"{"error":{"status":500,"message":"the request was not answered"}}"#)
+
+        let refused = try RawSocket(port: subject.port).readToEnd()
+        #expect(statusLine(of: refused.text) == "HTTP/1.1 503 Service Unavailable")
+        #expect(refused.text.contains("\r\nX-Request-Id: fresh-id\r\n"))
+        #expect(refused.text.contains("\r\nConnection: close\r\n"))
+        #expect(body(of: refused.text) == #"{"error":{"status":503,"message":"too many connections; retry later"}}"#)
     }
 
     @Test func connectionsPastTheCapAreTold503AndClosed() async throws {

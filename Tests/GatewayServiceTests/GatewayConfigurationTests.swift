@@ -332,6 +332,21 @@ struct GatewayConfigurationTests {
         #expect(Set(summary.map(\.0)) == Set(ConfigurationVariable.allCases.map(\.rawValue)).subtracting(["ONSIDE_API_TOKEN_FILE", "GATEWAY_API_KEYS_FILE", "GATEWAY_REDIS_PASSWORD_FILE"]))
     }
 
+    @Test func theAdminListenerIsOptionalAndNeedsAPortOfItsOwn() throws {
+        #expect(try GatewayConfiguration.load(environment: [:]).adminListen == nil)
+        let set = try GatewayConfiguration.load(environment: ["GATEWAY_LISTEN": "0.0.0.0:8080", "GATEWAY_ADMIN_LISTEN": "0.0.0.0:9090"])
+        #expect(set.adminListen == .init(host: "0.0.0.0", port: 9090))
+        #expect(set.redactedSummary.contains { $0 == ("GATEWAY_ADMIN_LISTEN", "0.0.0.0:9090") })
+        #expect(try GatewayConfiguration.load(environment: [:], overrides: [.adminListen: "[::1]:9091"]).adminListen == .init(host: "::1", port: 9091))
+        #expect(Self.error(["GATEWAY_ADMIN_LISTEN": "9090"])?.variable == "GATEWAY_ADMIN_LISTEN")
+        #expect(Self.error(["GATEWAY_ADMIN_LISTEN": "0.0.0.0:70000"])?.variable == "GATEWAY_ADMIN_LISTEN")
+        // Both listeners use SO_REUSEPORT: one port would split the callers
+        // between them.
+        let same = try #require(Self.error(["GATEWAY_LISTEN": "127.0.0.1:8080", "GATEWAY_ADMIN_LISTEN": "0.0.0.0:8080"]))
+        #expect(same.variable == "GATEWAY_ADMIN_LISTEN")
+        #expect(same.message.contains("GATEWAY_LISTEN"))
+    }
+
     @Test func everyVariableHasAFlag() {
         for variable in ConfigurationVariable.allCases {
             #expect(!variable.flag.isEmpty)
@@ -352,10 +367,51 @@ struct MessageHygieneTests {
         #expect(!error.description.contains("admin"), "\(error.description)")
     }
 
-    @Test func userinfoIsRedactedOnlyInTheAuthority() {
-        #expect(URLRedaction.redactingUserinfo("https://u:p@host:1/base@x") == "https://***@host:1/base@x")
-        #expect(URLRedaction.redactingUserinfo("https://host/a@b") == "https://host/a@b")
+    /// Everything between `//` and the last `@` is taken for userinfo: a
+    /// URL parser ends the authority at a `/`, `?` or `#` that a password
+    /// may hold.
+    @Test func userinfoIsRedactedUpToTheLastAt() {
+        #expect(URLRedaction.redactingUserinfo("https://u:p@host:1/base@x") == "https://***@x")
+        #expect(URLRedaction.redactingUserinfo("https://user:pa/ss@host") == "https://***@host")
+        #expect(URLRedaction.redactingUserinfo("u:secret@host") == "***@host")
+        #expect(URLRedaction.redactingUserinfo("https://host/a") == "https://host/a")
         #expect(URLRedaction.redactingUserinfo("no scheme") == "no scheme")
+    }
+
+    /// A password holding `/`, `#` or `?` is never quoted, whichever of
+    /// the URL's checks refuses it, in the error or the start-up summary.
+    @Test(arguments: [
+        "https://user:pa/ss-s3cr3t@products.example",
+        "https://user:pa#ss-s3cr3t@products.example",
+        "https://user:pa?ss-s3cr3t@products.example",
+        "https://user:1/ss-s3cr3t@products.example",
+        "https://products.example:1/ss-s3cr3t@x",
+    ])
+    func anUpstreamURLWithAPasswordOfAnyCharactersIsNeverQuoted(url: String) throws {
+        let error = try #require(GatewayConfigurationTests.error(["ONSIDE_UPSTREAM_URL": url, "ONSIDE_APP_ID": "demo"]))
+        #expect(error.variable == "ONSIDE_UPSTREAM_URL")
+        #expect(!error.description.contains("s3cr3t"), "\(error.description)")
+    }
+
+    @Test(arguments: [
+        "redis://:pa/ss-s3cr3t@",
+        "redis://:pa#ss-s3cr3t@ bad host",
+        "redis://:pa?ss-s3cr3t@cache:99999",
+        "redis://someone:pa/ss-s3cr3t@cache",
+        "redis://:1/ss-s3cr3t@cache/abc",
+        "http://:pa/ss-s3cr3t@cache",
+    ])
+    func aRedisURLWithAPasswordOfAnyCharactersIsNeverQuoted(url: String) throws {
+        let error = try #require(GatewayConfigurationTests.error(["GATEWAY_REDIS_URL": url]))
+        #expect(error.variable == "GATEWAY_REDIS_URL")
+        #expect(!error.description.contains("s3cr3t"), "\(error.description)")
+    }
+
+    /// Such a password is read whole, and the summary does not show it.
+    @Test func aRedisPasswordHoldingSlashHashAndQuestionMarkIsReadWhole() throws {
+        let configuration = try GatewayConfiguration.load(environment: ["GATEWAY_REDIS_URL": "redis://:pa/ss#s3?cr@t@cache:6380/2"])
+        #expect(configuration.redis == .init(host: "cache", port: 6380, password: "pa/ss#s3?cr@t", database: 2, timeoutMS: 50, prefix: "onside-gw:"))
+        #expect(!configuration.redactedSummary.contains { $0.1.contains("s3?cr") || $0.1.contains("pa/ss") })
     }
 
     /// A text line stays one line whatever a caller put in a method name.

@@ -101,6 +101,60 @@ struct KubernetesManifestTests {
         #expect(appPlaceholder.stderr.contains("invalid ONSIDE_APP_ID (--app-id): still holds the placeholder '<your-onside-app-id>'"))
     }
 
+    /// The probes and the Prometheus scrape use the admin port, which is
+    /// the ConfigMap's `GATEWAY_ADMIN_LISTEN`; the callers' Service does not
+    /// expose it; a gateway run with the ConfigMap's settings answers the
+    /// probes' paths there.
+    @Test func probesAndTheScrapeUseTheAdminListener() async throws {
+        let settings = try #require(try Self.documents("configmap.yaml").first { $0["kind"]?.stringValue == "ConfigMap" }?["data"]?.objectValue)
+        let adminListen = try #require(settings["GATEWAY_ADMIN_LISTEN"]?.stringValue)
+        #expect(adminListen == "0.0.0.0:9090")
+
+        // `defaultMode: 0440` is an octal number, which has no JSON form.
+        let deploymentText = try String(contentsOf: Self.manifests.appendingPathComponent("deployment.yaml"), encoding: .utf8)
+            .split(separator: "\n", omittingEmptySubsequences: false).filter { !$0.contains("defaultMode:") }.joined(separator: "\n")
+        let deployment = try #require(try YAMLDocument.jsonValue(ofYAML: deploymentText).objectValue)
+        #expect(deployment["kind"]?.stringValue == "Deployment")
+        let template = try #require(deployment["spec"]?["template"]?.objectValue)
+        let annotations = template["metadata"]?["annotations"]
+        #expect(annotations?["prometheus.io/scrape"]?.stringValue == "true")
+        #expect(annotations?["prometheus.io/port"]?.stringValue == "9090")
+        #expect(annotations?["prometheus.io/path"]?.stringValue == "/metrics")
+        let containers = template["spec"]?["containers"]?.arrayValue ?? []
+        let gateway = try #require(containers.first { $0["name"]?.stringValue == "gateway" }?.objectValue)
+        let ports = gateway["ports"]?.arrayValue ?? []
+        let admin = try #require(ports.first { $0["name"]?.stringValue == "admin" })
+        #expect(admin["containerPort"] == 9090)
+        var probePaths: [String] = []
+        for probe in ["livenessProbe", "readinessProbe"] {
+            #expect(gateway[probe]?["httpGet"]?["port"]?.stringValue == "admin", "\(probe)")
+            if let path = gateway[probe]?["httpGet"]?["path"]?.stringValue { probePaths.append(path) }
+        }
+        #expect(probePaths == ["/healthz", "/readyz"])
+
+        let service = try #require(try Self.documents("service.yaml").first { $0["kind"]?.stringValue == "Service" })
+        let servicePorts = service["spec"]?["ports"]?.arrayValue ?? []
+        #expect(!servicePorts.contains { $0["targetPort"]?.stringValue == "admin" || $0["targetPort"] == 9090 })
+
+        // The ConfigMap as shipped, its placeholders filled and the ports
+        // made free ones.
+        var environment: [String: String] = [:]
+        for key in settings.keys { environment[key] = settings[key]?.stringValue }
+        environment["ONSIDE_UPSTREAM_URL"] = "https://products.onside.example"
+        environment["ONSIDE_APP_ID"] = "demo"
+        environment["GATEWAY_REDIS_URL"] = nil
+        environment["GATEWAY_REDIS_TIMEOUT_MS"] = nil
+        environment["GATEWAY_REDIS_PREFIX"] = nil
+        environment["GATEWAY_LISTEN"] = "127.0.0.1:0"
+        environment["GATEWAY_ADMIN_LISTEN"] = "127.0.0.1:0"
+        let running = try RunningGateway.start(environment)
+        let adminPort = try #require(running.application.adminPort)
+        var statuses: [Int] = []
+        for path in probePaths + ["/metrics"] { statuses.append(try await TestHTTP.get(port: adminPort, path: path).status) }
+        await running.stop()
+        #expect(statuses == [200, 200, 200])
+    }
+
     // MARK: - Rendering
 
     struct Container {

@@ -82,6 +82,26 @@ struct UpstreamErrorTests {
         }
     }
 
+    /// Framing no HTTP/1.1 reader may guess at is the upstream answering
+    /// something unparseable: internalError, not retried (the default
+    /// UPSTREAM_RETRIES would ask twice more), and the message says why.
+    @Test(arguments: [
+        ("HTTP/1.1 200 OK\r\nX-Pad: " + String(repeating: "a", count: 70_000) + "\r\nContent-Length: 2\r\n\r\n{}", "its header section is over"),
+        ("HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip\r\n\r\n{}", "transfer coding"),
+        ("HTTP/1.1 200 OK\r\nX-A: a\u{0}b\r\nContent-Length: 2\r\n\r\n{}", "malformed HTTP response"),
+        ("HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n", "101"),
+        ("HTTP/1.1 600 Odd\r\nContent-Length: 2\r\n\r\n{}", "600"),
+    ])
+    func malformedUpstreamFramingIsAnInternalErrorNotRetried(raw: String, words: String) async throws {
+        try await UpstreamScenario.run { upstream, gateway in
+            upstream.upstream.setStandingFault(.rawResponse(Array(raw.utf8)))
+            let answer = try await gateway.fetchProducts(["premium_monthly"])
+            Self.expectError(answer, code: -32006, reason: "internalError", retryable: false, upstreamStatus: nil)
+            #expect(answer.message.contains(words), "\(answer.message)")
+            #expect(upstream.upstream.requests.count == 1)
+        }
+    }
+
     @Test func anUnknownAppIsAppNotRegistered() async throws {
         try await UpstreamScenario.run(environment: ["ONSIDE_APP_ID": "not-an-onside-app"]) { upstream, gateway in
             let answer = try await gateway.fetchProducts(["premium_monthly"])

@@ -24,6 +24,34 @@ struct UpstreamRequestTests {
         }
     }
 
+    /// An item the upstream sends for an identifier its fetch did not ask
+    /// for is dropped: it never fills a slot another fetch answers, even
+    /// one of the same call.
+    @Test func anItemAFetchDidNotAskForFillsNoSlot() async throws {
+        try await UpstreamScenario.run(environment: ["UPSTREAM_MAX_IDS": "1"]) { upstream, gateway in
+            upstream.upstream.setStandingFault(.extraItem(id: "coins_100", title: "Forged"))
+            let answer = try await gateway.fetchProducts(["premium_monthly", "coins_100"])
+            #expect(answer.productIDs == ["premium_monthly", "coins_100"])
+            let titles = answer.result?["products"]?.arrayValue?.compactMap { $0["localizedTitle"]?.stringValue } ?? []
+            #expect(titles.count == 2)
+            #expect(!titles.contains("Forged"), "\(titles)")
+            #expect(upstream.upstream.requests.count == 2)
+        }
+    }
+
+    /// Identifiers are compared byte for byte: an upstream item whose id is
+    /// only canonically equivalent to the one asked for (KELVIN SIGN for K)
+    /// does not answer for it.
+    @Test func anIDEquivalentOnlyUnderUnicodeDoesNotAnswer() async throws {
+        try await UpstreamScenario.run { upstream, gateway in
+            upstream.upstream.setStandingFault(.extraItem(id: "\u{212A}ey", title: "Kelvin"))
+            let answer = try await gateway.fetchProducts(["Key", "premium_monthly"])
+            #expect(answer.error == nil)
+            #expect(answer.productIDs == ["premium_monthly"])
+            #expect(answer.invalidIDs == ["Key"])
+        }
+    }
+
     @Test func theLanguageIsSentAsAcceptLanguage() async throws {
         try await UpstreamScenario.run { upstream, gateway in
             let answer = try await gateway.fetchProducts(["premium_monthly"], language: "de-DE")

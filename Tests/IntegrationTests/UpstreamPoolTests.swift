@@ -1,0 +1,147 @@
+import EventTransport
+import Foundation
+import MockUpstream
+import Testing
+
+/// The upstream pool's idle connections, through a real ``HTTPSClient`` and
+/// the TLS test upstream, observed in the kernel's table of this process's
+/// TCP sockets: the descriptors the pool holds are bounded, given back when
+/// unused, and never left in CLOSE_WAIT.
+@Suite("Upstream pool", .serialized)
+struct UpstreamPoolTests {
+    /// One `GET` of the test upstream's products, on `client`.
+    static func fetch(_ client: HTTPSClient) async -> Int? {
+        let result = await client.get(
+            path: "/v1/apps/demo/products?ids=premium_monthly&country=DE",
+            headers: ["Accept": "application/json"],
+            leaseDeadline: .now + .seconds(5)
+        )
+        return try? result.get().status
+    }
+
+    /// Fetches until the pool keeps a connection idle (one whose answer was
+    /// followed by TLS bytes still buffered, such as a session ticket, is
+    /// not reused, and closes).
+    static func leaveOneIdleConnection(_ client: HTTPSClient, _ upstream: RunningUpstream) async throws {
+        for _ in 0..<5 {
+            #expect(await fetch(client) == 200)
+            try await Task.sleep(for: .milliseconds(50))
+            if TCPSockets.toPort(upstream.port).filter({ $0.state != .other }).map(\.state) == [.established] { return }
+        }
+        Issue.record("no idle connection was kept: \(TCPSockets.toPort(upstream.port).map(\.state))")
+    }
+
+    /// Polls `condition` until it holds or `limit` has passed.
+    static func eventually(within limit: Duration, _ condition: () -> Bool) async -> Bool {
+        let end = ContinuousClock.now + limit
+        while ContinuousClock.now < end {
+            if condition() { return true }
+            try? await Task.sleep(for: .milliseconds(20))
+        }
+        return condition()
+    }
+
+    static func client(_ upstream: RunningUpstream, loops: Int = 1, idleTimeout: Duration = .seconds(30)) throws -> (EventLoopGroup, HTTPSClient) {
+        let group = try EventLoopGroup(count: loops, namePrefix: "pool-test")
+        let client = HTTPSClient(group: group, configuration: HTTPSClientConfiguration(
+            host: "localhost",
+            port: upstream.port,
+            tls: try TLSClientContext(caFile: upstream.certificates.caFile),
+            timeoutMilliseconds: 5000,
+            idleTimeout: idleTimeout
+        ))
+        return (group, client)
+    }
+
+    /// An idle connection the upstream closes is closed on the gateway's
+    /// side at once: it does not sit in CLOSE_WAIT, holding a descriptor,
+    /// until a request finds it dead.
+    @Test func anIdleConnectionTheUpstreamClosesIsClosedAtOnce() async throws {
+        let upstream = try RunningUpstream.start()
+        let (group, client) = try Self.client(upstream)
+        defer {
+            client.shutdown()
+            group.shutdown()
+        }
+        try await Self.leaveOneIdleConnection(client, upstream)
+        upstream.stop()
+        // At once: well before the upstream's own timeouts could matter.
+        #expect(await Self.eventually(within: .seconds(3)) { !TCPSockets.toPort(upstream.port).contains { $0.state == .closeWait || $0.state == .established } })
+    }
+
+    /// Idle connections past the idle timeout are closed by the pool itself,
+    /// with no request needed to find them.
+    @Test func idleConnectionsPastTheIdleTimeoutAreClosedUnasked() async throws {
+        let upstream = try RunningUpstream.start()
+        defer { upstream.stop() }
+        let (group, client) = try Self.client(upstream, idleTimeout: .milliseconds(300))
+        defer {
+            client.shutdown()
+            group.shutdown()
+        }
+        try await Self.leaveOneIdleConnection(client, upstream)
+        #expect(await Self.eventually(within: .seconds(5)) { !TCPSockets.toPort(upstream.port).contains { $0.state == .established } })
+        // A later request opens a new one.
+        #expect(await Self.fetch(client) == 200)
+    }
+
+    /// Each loop keeps at most its share of `UPSTREAM_CONCURRENCY` idle, so
+    /// the idle ones number about `UPSTREAM_CONCURRENCY` over all loops, not
+    /// that many times the loops.
+    @Test func eachLoopKeepsItsShareOfTheLeasesIdle() async throws {
+        #expect(HTTPSClientConfiguration.idleConnectionsPerLoop(maxConcurrentExchanges: 64, loops: 2) == 32)
+        #expect(HTTPSClientConfiguration.idleConnectionsPerLoop(maxConcurrentExchanges: 64, loops: 3) == 22)
+        #expect(HTTPSClientConfiguration.idleConnectionsPerLoop(maxConcurrentExchanges: 1, loops: 4) == 1)
+
+        let upstream = try RunningUpstream.start()
+        defer { upstream.stop() }
+        let group = try EventLoopGroup(count: 2, namePrefix: "pool-test")
+        let client = HTTPSClient(group: group, configuration: HTTPSClientConfiguration(
+            host: "localhost", port: upstream.port, tls: try TLSClientContext(caFile: upstream.certificates.caFile),
+            timeoutMilliseconds: 5000, maxConcurrentExchanges: 4
+        ))
+        defer {
+            client.shutdown()
+            group.shutdown()
+        }
+        // Four exchanges at once, all from the first loop: four connections.
+        upstream.upstream.setStandingFault(.delay(milliseconds: 300))
+        let loop = group.loops[0]
+        let statuses = await withTaskGroup(of: Int?.self) { tasks in
+            for _ in 0..<4 {
+                tasks.addTask(executorPreference: loop) { await Self.fetch(client) }
+            }
+            return await tasks.reduce(into: [Int?]()) { $0.append($1) }
+        }
+        #expect(statuses == [200, 200, 200, 200])
+        // Two of them (4 leases over 2 loops) stay idle; the others close.
+        #expect(await Self.eventually(within: .seconds(5)) { TCPSockets.toPort(upstream.port).filter { $0.state == .established }.count == 2 })
+    }
+}
+
+/// The TCP sockets of this network namespace, read from `/proc/net/tcp`
+/// and `tcp6`; the test upstream's ephemeral port singles out its clients.
+enum TCPSockets {
+    enum State: String { case established = "01", closeWait = "08", other }
+
+    struct Socket { let state: State }
+
+    /// The sockets whose remote port is `port` (client sides only).
+    static func toPort(_ port: Int) -> [Socket] {
+        var sockets: [Socket] = []
+        for file in ["/proc/net/tcp", "/proc/net/tcp6"] {
+            // Read to the end: a proc file reports no size, and one read of
+            // a size guess can stop after the first page of a long table.
+            guard let handle = FileHandle(forReadingAtPath: file), let data = try? handle.readToEnd() else { continue }
+            try? handle.close()
+            let text = String(decoding: data, as: UTF8.self)
+            for line in text.split(separator: "\n").dropFirst() {
+                let fields = line.split(separator: " ")
+                guard fields.count > 3, let remotePort = fields[2].split(separator: ":").last.flatMap({ Int($0, radix: 16) }) else { continue }
+                guard remotePort == port else { continue }
+                sockets.append(Socket(state: State(rawValue: String(fields[3])) ?? .other))
+            }
+        }
+        return sockets
+    }
+}
