@@ -1,3 +1,7 @@
+#if !defined(__linux__)
+#error "products-gateway builds on Linux only (eventfd, accept4, SO_REUSEPORT load balancing); run it in its container image elsewhere"
+#endif
+
 #define _GNU_SOURCE
 #include "CGatewayShims.h"
 

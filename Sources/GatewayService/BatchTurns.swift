@@ -12,9 +12,10 @@ import Synchronization
 /// grows with this setting. Single calls do not take turns: their answer is
 /// bounded by `GATEWAY_MAX_IDS` products.
 ///
-/// Every turn ends: a batch's calls end by their deadline, and its answer
-/// is written or its connection closed within the idle timeout. So a wait
-/// is bounded too, by the turns ahead of it.
+/// Waiting is bounded as well: at most 4 × `GATEWAY_BATCH_CONCURRENCY`
+/// batches wait (one more is told the queue is full, `503`), each holding
+/// only its request's bytes, and a wait ends at the batch's deadline (its
+/// calls then answer from memory, or `cancelled`, without a turn).
 final class BatchTurns: Sendable {
     /// A batch's turn. It ends when its last reference goes: the
     /// connection keeps it with the answer until the answer is written or
@@ -32,17 +33,34 @@ final class BatchTurns: Sendable {
         }
     }
 
+    /// How a wait for a turn ended.
+    enum Wait: Sendable {
+        case turn(Turn)
+        /// As many batches as allowed already wait: answer `503`.
+        case queueFull
+        /// The deadline passed first.
+        case deadlinePassed
+    }
+
+    private struct Waiter {
+        let ticket: UInt64
+        let continuation: CheckedContinuation<Bool, Never>
+    }
+
     private struct State {
         var free: Int
         /// First come, first served: `waiting[head...]` are still waiting.
-        var waiting: [CheckedContinuation<Void, Never>] = []
+        var waiting: [Waiter] = []
         var head = 0
+        var nextTicket: UInt64 = 0
 
         var waitingCount: Int { waiting.count - head }
     }
 
     private let state: Mutex<State>
     private let waitingChanged: @Sendable (Int) -> Void
+    /// 4 × the concurrency.
+    let maxWaiting: Int
 
     /// - Parameters:
     ///   - concurrency: Batches answered at once (at least 1).
@@ -53,41 +71,84 @@ final class BatchTurns: Sendable {
         precondition(concurrency >= 1, "a batch concurrency below 1 would never answer a batch")
         state = Mutex(State(free: concurrency))
         self.waitingChanged = waitingChanged
+        self.maxWaiting = 4 * concurrency
     }
 
     /// Batches waiting for their turn now.
     var waiting: Int { state.withLock { $0.waitingCount } }
 
     /// The caller's turn, at once when one is free, else when the batches
-    /// ahead have ended theirs. Not cancellable: a request's task is never
-    /// cancelled, and a turn given to a task that no longer wants it ends as
-    /// soon as it is dropped.
-    func begin() async -> Turn {
-        let now = state.withLock { state -> Bool in
-            guard state.free > 0 else { return false }
-            state.free -= 1
-            return true
+    /// ahead have ended theirs, unless ``maxWaiting`` batches already wait
+    /// (``Wait/queueFull``, at once) or `deadline` comes first
+    /// (``Wait/deadlinePassed``). A turn given to a task that no longer
+    /// wants it ends as soon as it is dropped.
+    func begin(until deadline: ContinuousClock.Instant) async -> Wait {
+        enum Start { case now, full, wait(UInt64) }
+        let start = state.withLock { state -> Start in
+            if state.free > 0 {
+                state.free -= 1
+                return .now
+            }
+            guard state.waitingCount < maxWaiting else { return .full }
+            state.nextTicket += 1
+            return .wait(state.nextTicket)
         }
-        if now { return Turn(self) }
-        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+        let ticket: UInt64
+        switch start {
+        case .now: return .turn(Turn(self))
+        case .full: return .queueFull
+        case .wait(let number): ticket = number
+        }
+        let timeout = WaitTimeout()
+        let gotTurn = await withCheckedContinuation { (continuation: CheckedContinuation<Bool, Never>) in
             // Checked again under the lock: a turn may have ended meanwhile.
             let now = state.withLock { state -> Bool in
                 if state.free > 0 {
                     state.free -= 1
                     return true
                 }
-                state.waiting.append(continuation)
+                state.waiting.append(Waiter(ticket: ticket, continuation: continuation))
                 waitingChanged(1)
                 return false
             }
-            if now { continuation.resume() }
+            if now {
+                continuation.resume(returning: true)
+                return
+            }
+            // Armed once the waiter is queued, so it always finds it (or
+            // finds it served, and does nothing).
+            timeout.start { [self] in
+                // Not a moment early: the batch's calls must find their
+                // deadline passed, and start no fetch.
+                while ContinuousClock.now < deadline {
+                    try? await Task.sleep(until: deadline, clock: .continuous)
+                    guard !Task.isCancelled else { return }
+                }
+                cancelWait(ticket)
+            }
         }
-        return Turn(self)
+        timeout.cancel()
+        return gotTurn ? .turn(Turn(self)) : .deadlinePassed
+    }
+
+    /// Ends the wait of `ticket`, if it still waits: it gets no turn.
+    private func cancelWait(_ ticket: UInt64) {
+        let waiter = state.withLock { state -> Waiter? in
+            guard let index = state.waiting[state.head...].firstIndex(where: { $0.ticket == ticket }) else { return nil }
+            let waiter = state.waiting.remove(at: index)
+            waitingChanged(-1)
+            if state.head == state.waiting.count {
+                state.waiting.removeAll()
+                state.head = 0
+            }
+            return waiter
+        }
+        waiter?.continuation.resume(returning: false)
     }
 
     /// A turn ended: handed straight to the first waiting batch, if any.
     private func end() {
-        let next = state.withLock { state -> CheckedContinuation<Void, Never>? in
+        let next = state.withLock { state -> Waiter? in
             guard state.head < state.waiting.count else {
                 state.free += 1
                 return nil
@@ -106,6 +167,30 @@ final class BatchTurns: Sendable {
             }
             return next
         }
-        next?.resume()
+        next?.continuation.resume(returning: true)
+    }
+}
+
+/// The task that ends one wait at its deadline; cancelled when the wait
+/// ends first (it may be started after that: it then never runs).
+private final class WaitTimeout: Sendable {
+    private let state = Mutex<(task: Task<Void, Never>?, cancelled: Bool)>((nil, false))
+
+    func start(_ work: @escaping @Sendable () async -> Void) {
+        state.withLock { state in
+            guard !state.cancelled else { return }
+            // On the shared pool, not on the caller's event loop: a sleeping
+            // task is woken by the runtime's timer, which a loop executor
+            // does not serve.
+            state.task = Task(executorPreference: globalConcurrentExecutor, operation: work)
+        }
+    }
+
+    func cancel() {
+        state.withLock { state in
+            state.cancelled = true
+            state.task?.cancel()
+            state.task = nil
+        }
     }
 }

@@ -122,6 +122,7 @@ public final class GatewayApplication: Service {
             metrics: metrics,
             openAPIDocument: OpenAPIDocument.bytes,
             batchTurns: BatchTurns(concurrency: configuration.batchConcurrency) { change in metrics.recordBatchesWaiting(change) },
+            requestTimeout: .milliseconds(configuration.requestTimeoutMS),
             logger: logger
         )
         let front = HTTPFront(

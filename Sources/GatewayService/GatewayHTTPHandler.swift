@@ -15,10 +15,14 @@ final class GatewayHTTPHandler: Sendable {
     /// is handed to the loop; graceful shutdown waits for none to be left.
     let calls = InFlightCounter()
     private let batchTurns: BatchTurns
+    /// `GATEWAY_REQUEST_TIMEOUT_MS`: a batch waits for its turn at most
+    /// until its calls' deadline.
+    private let requestTimeout: Duration
 
-    init(rpc: JSONRPCServer<RPCCallContext>, authenticator: APIKeyAuthenticator, readiness: ReadinessState, metrics: GatewayMetrics, openAPIDocument: [UInt8], batchTurns: BatchTurns, logger: Logger) {
+    init(rpc: JSONRPCServer<RPCCallContext>, authenticator: APIKeyAuthenticator, readiness: ReadinessState, metrics: GatewayMetrics, openAPIDocument: [UInt8], batchTurns: BatchTurns, requestTimeout: Duration = .seconds(5), logger: Logger) {
         self.rpc = rpc
         self.batchTurns = batchTurns
+        self.requestTimeout = requestTimeout
         self.authenticator = authenticator
         self.readiness = readiness
         self.metrics = metrics
@@ -108,11 +112,28 @@ final class GatewayHTTPHandler: Sendable {
             }
         case .pending(let pending):
             calls.enter()
+            let deadline = context.arrived + requestTimeout
             responder.send { [self, headers] in
                 defer { calls.leave() }
                 // A batch is answered in its turn, and keeps it until its
                 // answer is written (GATEWAY_BATCH_CONCURRENCY, BatchTurns).
-                let turn = pending.isBatch ? await batchTurns.begin() : nil
+                // It waits as its bytes (parsed when the turn comes), in a
+                // queue of at most 4 x GATEWAY_BATCH_CONCURRENCY, until its
+                // calls' deadline at most: then it is answered without a
+                // turn, each call from memory or `cancelled`.
+                var turn: BatchTurns.Turn?
+                if pending.isBatch {
+                    switch await batchTurns.begin(until: deadline) {
+                    case .turn(let granted):
+                        turn = granted
+                    case .queueFull:
+                        var busy = headers
+                        busy.add("Retry-After", "1")
+                        return Self.problem(503, "\(batchTurns.maxWaiting) batches are already waiting for their turn (4 x GATEWAY_BATCH_CONCURRENCY); retry in a second", headers: busy)
+                    case .deadlinePassed:
+                        turn = nil
+                    }
+                }
                 var response = Self.response(await pending.finish(), headers: headers)
                 response.heldUntilWritten = turn
                 return response

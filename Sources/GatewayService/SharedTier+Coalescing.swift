@@ -17,21 +17,34 @@ extension SharedTier {
     }
 
     /// For each identifier `i` of `n` (`KEYS[i]` its claim, `KEYS[n+i]` its
-    /// wait flag): deletes the claim only while it still holds `ARGV[1]` (a
-    /// claim that lapsed and was taken over is not ours to release), and
-    /// then its wait flag. 1 when any flag was there: a replica waits, and
-    /// the outcome must be published; else 0, and nothing is.
+    /// wait flag), while the claim still holds `ARGV[1]` (a claim that lapsed
+    /// and was taken over is not ours to release): deletes the wait flag,
+    /// and the claim, unless a replica waited and `ARGV[2]` > 0: then the
+    /// claim is held `ARGV[2]` ms more, so the waiter, which would otherwise
+    /// find neither the claim nor (for a failure) an entry at its next look,
+    /// gets the outcome the caller is about to publish instead of fetching
+    /// again. 1 when any flag was there: publish; else 0, and nothing is.
     static let releaseScript = Array("""
         local n = #KEYS / 2
+        local hold = tonumber(ARGV[2])
         local waited = 0
         for i = 1, n do
           if redis.call('GET', KEYS[i]) == ARGV[1] then
-            redis.call('DEL', KEYS[i])
-            if redis.call('DEL', KEYS[n + i]) == 1 then waited = 1 end
+            local flagged = redis.call('DEL', KEYS[n + i]) == 1
+            if flagged then waited = 1 end
+            if flagged and hold > 0 then
+              redis.call('SET', KEYS[i], ARGV[1] .. ':published', 'PX', hold)
+            else
+              redis.call('DEL', KEYS[i])
+            end
           end
         end
         return waited
         """.utf8)
+
+    /// How long a released claim stays held while its outcome is published
+    /// to the replicas that wait for it.
+    static let publishHold = Duration.milliseconds(250)
 
     /// For each identifier `i` of `n` (`KEYS[i]` its claim, `KEYS[n+i]` its
     /// wait flag): takes a lease of `ARGV[2]` ms for `ARGV[1]` on the claim
@@ -174,7 +187,7 @@ extension SharedTier {
         case .failure(let failure):
             kind = .failure(failure)
         }
-        release(identifiers, scope: scope, token: token, on: connection, announcing: kind)
+        release(identifiers, scope: scope, token: token, on: connection, announcing: kind, hold: Self.publishHold)
     }
 
     /// Releases claims won for identifiers an entry already answered, and
@@ -187,12 +200,13 @@ extension SharedTier {
     /// for any of them (their wait flags), publishes `kind` (by default
     /// "released": look again). The message is built only then: with no
     /// herd, a miss publishes nothing.
-    func release(_ identifiers: [String], scope: FetchScope, token: String, on connection: RedisConnection, announcing kind: SharedOutcomeMessage.Kind = .released) {
+    func release(_ identifiers: [String], scope: FetchScope, token: String, on connection: RedisConnection, announcing kind: SharedOutcomeMessage.Kind = .released, hold: Duration = .zero) {
         var arguments: [[UInt8]] = [Array("EVAL".utf8), Self.releaseScript, Array(String(2 * identifiers.count).utf8)]
         arguments.reserveCapacity(2 * identifiers.count + 4)
         for identifier in identifiers { arguments.append(keys.claim(scope, identifier)) }
         for identifier in identifiers { arguments.append(keys.wait(scope, identifier)) }
         arguments.append(Array(token.utf8))
+        arguments.append(Array(String(hold.milliseconds).utf8))
         let metrics = self.metrics
         let log = self.log
         let channel = Array(self.channel.utf8)

@@ -72,21 +72,50 @@ public struct JSONRPCServer<Context: Sendable>: Sendable {
         }
     }
 
-    /// A parsed body whose methods must run; the parse is not repeated.
+    /// A body whose methods must run: a single call, parsed (the parse is
+    /// not repeated), or a batch, kept as its bytes until ``finish()``: a
+    /// batch may wait for its turn, and while it waits it holds no more than
+    /// the request it came in (a parsed tree of the same bytes can be many
+    /// times larger).
     public struct PendingBody: Sendable {
+        fileprivate enum Body: Sendable {
+            case parsed(JSONValue)
+            /// A batch of `elements` elements (1 to `maxBatchSize`), its
+            /// JSON checked by a scan, not yet parsed.
+            case batch(bytes: [UInt8], elements: Int)
+        }
+
         fileprivate let server: JSONRPCServer
-        fileprivate let document: JSONValue
+        fileprivate let body: Body
         fileprivate let context: Context
 
         /// Whether the body is a batch (an array): its answer can be
         /// `maxBatchSize` results, where a single call's is one.
         public var isBatch: Bool {
-            if case .array = document { return true }
-            return false
+            switch body {
+            case .batch: true
+            case .parsed(.array): true
+            case .parsed: false
+            }
+        }
+
+        /// The batch's element count, counted without parsing it.
+        public var batchSize: Int? {
+            if case .batch(_, let elements) = body { return elements }
+            return nil
         }
 
         public func finish() async -> JSONRPCReply {
-            await server.handle(document: document, context: context)
+            switch body {
+            case .parsed(let document):
+                return await server.handle(document: document, context: context)
+            case .batch(let bytes, _):
+                do {
+                    return await server.handle(document: try JSONParser.parse(bytes, limits: server.limits), context: context)
+                } catch {
+                    return server.refuse(.parseError(error.message), context: context)
+                }
+            }
         }
     }
 
@@ -138,6 +167,14 @@ public struct JSONRPCServer<Context: Sendable>: Sendable {
     /// itself needs one.
     public func start(body: [UInt8], context: Context) -> Start {
         if !fastMethods.isEmpty, let fast = startFast(body: body, context: context) { return fast }
+        // A batch is counted with a scan, not parsed: too many elements are
+        // refused now, before any wait; the rest waits as its bytes.
+        if let elements = Self.batchElementCount(body, limits: limits), elements > 0 {
+            guard elements <= maxBatchSize else {
+                return .answered(refuse(.invalidRequest("batch of \(elements) requests exceeds the limit of \(maxBatchSize)"), context: context))
+            }
+            return .pending(PendingBody(server: self, body: .batch(bytes: body, elements: elements), context: context))
+        }
         let document: JSONValue
         do {
             document = try JSONParser.parse(body, limits: limits)
@@ -145,7 +182,7 @@ public struct JSONRPCServer<Context: Sendable>: Sendable {
             return .answered(refuse(.parseError(error.message), context: context))
         }
         guard case .object = document else {
-            if case .array = document { return .pending(PendingBody(server: self, document: document, context: context)) }
+            if case .array = document { return .pending(PendingBody(server: self, body: .parsed(document), context: context)) }
             return .answered(refuse(.invalidRequest("expected a request object or a batch array"), context: context))
         }
         let request: JSONRPCRequest
@@ -168,11 +205,35 @@ public struct JSONRPCServer<Context: Sendable>: Sendable {
                 return .deferred(DeferredCall(server: self, request: request, context: context, started: started, answerLater: answerLater))
             }
         } else {
-            return .pending(PendingBody(server: self, document: document, context: context))
+            return .pending(PendingBody(server: self, body: .parsed(document), context: context))
         }
         observe(method: request.method, outcome: outcome, duration: ContinuousClock.now - started, isNotification: request.isNotification, context: context)
         guard let id = request.id else { return .answered(.noContent) }
         return .answered(Self.reply(JSONRPCResponse(id: id, outcome: outcome)))
+    }
+
+    /// The number of elements of a body that is one JSON array and nothing
+    /// else (whitespace aside), checked by a scan within `limits` (depth)
+    /// that builds nothing; nil for any other body, or one the scan refuses
+    /// (the parser then words the refusal).
+    static func batchElementCount(_ body: [UInt8], limits: JSONParser.Limits) -> Int? {
+        guard let first = body.first(where: { $0 != 0x20 && $0 != 0x0A && $0 != 0x0D && $0 != 0x09 }), first == UInt8(ascii: "["),
+              limits.maxDepth <= 64 else { return nil }
+        return body.withUnsafeBufferPointer { input -> Int? in
+            var scanner = JSONScanner(input, limits: limits)
+            do {
+                try scanner.beginArray()
+                var count = 0
+                while try scanner.nextElement() {
+                    try scanner.skipValue()
+                    count += 1
+                }
+                try scanner.end()
+                return count
+            } catch {
+                return nil
+            }
+        }
     }
 
     /// The usual single call of a method with a ``FastMethod``, read from
@@ -324,7 +385,7 @@ public struct JSONRPCServer<Context: Sendable>: Sendable {
     }
 
     /// One error object for the whole body, with id `null`.
-    private func refuse(_ error: JSONRPCError, context: Context) -> JSONRPCReply {
+    fileprivate func refuse(_ error: JSONRPCError, context: Context) -> JSONRPCReply {
         observe(method: nil, outcome: .failure(error), duration: .zero, isNotification: false, context: context)
         return Self.reply(JSONRPCResponse(id: .null, outcome: .failure(error)))
     }

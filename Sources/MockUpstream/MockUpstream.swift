@@ -138,6 +138,12 @@ public final class MockUpstream: Sendable {
                 try? await Task.sleep(for: .milliseconds(milliseconds))
                 responder.send(answer)
             }
+        case .slowStatus(let status, let milliseconds):
+            let answer = self.answer(request, identifiers: identifiers, country: query["country"], cacheControl: cacheControl, fault: .status(status))
+            Task {
+                try? await Task.sleep(for: .milliseconds(milliseconds))
+                responder.send(answer)
+            }
         default:
             responder.send(answer(request, identifiers: identifiers, country: query["country"], cacheControl: cacheControl, fault: fault))
         }

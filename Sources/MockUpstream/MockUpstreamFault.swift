@@ -4,6 +4,8 @@ public enum MockUpstreamFault: Sendable, Equatable {
     case delay(milliseconds: Int)
     /// Answer with this status (and `Retry-After` when given) and a small JSON body.
     case status(Int, retryAfterSeconds: Int? = nil)
+    /// ``status(_:retryAfterSeconds:)`` after a delay.
+    case slowStatus(Int, milliseconds: Int)
     /// A 200 whose body is not JSON.
     case invalidJSON
     /// A 200 whose first item lacks its `title`.

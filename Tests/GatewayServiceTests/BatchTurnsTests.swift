@@ -27,22 +27,30 @@ struct BatchTurnsTests {
         try #require(turns.waiting == count)
     }
 
+    static let never = ContinuousClock.now + .seconds(3600)
+
+    /// A turn, however long it takes.
+    static func turn(_ turns: BatchTurns) async -> BatchTurns.Turn {
+        guard case .turn(let turn) = await turns.begin(until: never) else { preconditionFailure("no turn") }
+        return turn
+    }
+
     @Test func batchesPastTheConcurrencyWaitUntilATurnEndsThenGoInArrivalOrder() async throws {
         let changes = Mutex<[Int]>([])
         let turns = BatchTurns(concurrency: 2) { change in changes.withLock { $0.append(change) } }
         let held = Held()
-        held.turns["a"] = await turns.begin()
-        held.turns["b"] = await turns.begin()
+        held.turns["a"] = await Self.turn(turns)
+        held.turns["b"] = await Self.turn(turns)
         #expect(turns.waiting == 0)
         let order = Order()
         let third = Task {
-            let turn = await turns.begin()
+            let turn = await Self.turn(turns)
             order.append("c")
             return turn
         }
         try await untilWaiting(turns, 1)
         let fourth = Task {
-            let turn = await turns.begin()
+            let turn = await Self.turn(turns)
             order.append("d")
             return turn
         }
@@ -66,12 +74,55 @@ struct BatchTurnsTests {
         let turns = BatchTurns(concurrency: 1)
         let held = Held()
         for _ in 0..<3 {
-            held.turns["a"] = await turns.begin()
+            held.turns["a"] = await Self.turn(turns)
             #expect(turns.waiting == 0)
             held.turns["a"] = nil
         }
-        held.turns["a"] = await turns.begin()
-        let next = Task { await turns.begin() }
+        held.turns["a"] = await Self.turn(turns)
+        let next = Task { await Self.turn(turns) }
+        try await untilWaiting(turns, 1)
+        held.turns["a"] = nil
+        held.turns["b"] = await next.value
+        #expect(turns.waiting == 0)
+    }
+
+    /// At most 4 × the concurrency wait; one more is told at once.
+    @Test func theQueueHoldsFourTimesTheConcurrency() async throws {
+        let turns = BatchTurns(concurrency: 1)
+        #expect(turns.maxWaiting == 4)
+        let held = Held()
+        held.turns["a"] = await Self.turn(turns)
+        // Each waiter ends its turn as soon as it gets it (a task keeps the
+        // value it returns, so it returns none).
+        var waiters: [Task<Void, Never>] = []
+        for count in 1...4 {
+            waiters.append(Task { _ = await Self.turn(turns) })
+            try await untilWaiting(turns, count)
+        }
+        guard case .queueFull = await turns.begin(until: Self.never) else {
+            Issue.record("a fifth waiter was queued")
+            return
+        }
+        #expect(turns.waiting == 4)
+        held.turns["a"] = nil
+        for waiter in waiters { await waiter.value }
+        #expect(turns.waiting == 0)
+    }
+
+    /// A wait ends at its deadline with no turn; the gauge hears it leave,
+    /// and a later turn goes to whoever still waits.
+    @Test func aWaitEndsAtItsDeadline() async throws {
+        let changes = Mutex<[Int]>([])
+        let turns = BatchTurns(concurrency: 1) { change in changes.withLock { $0.append(change) } }
+        let held = Held()
+        held.turns["a"] = await Self.turn(turns)
+        guard case .deadlinePassed = await turns.begin(until: .now + .milliseconds(50)) else {
+            Issue.record("a wait past its deadline got a turn")
+            return
+        }
+        #expect(turns.waiting == 0)
+        #expect(changes.withLock { $0 }.reduce(0, +) == 0)
+        let next = Task { await Self.turn(turns) }
         try await untilWaiting(turns, 1)
         held.turns["a"] = nil
         held.turns["b"] = await next.value
