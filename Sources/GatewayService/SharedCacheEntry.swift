@@ -141,14 +141,19 @@ struct SharedTierKeys: Sendable {
     /// `{prefix}v1:p:{app}:{country}:{language or -}:{identifier}`: the
     /// fields after the app have no `:`, so a key names one scope.
     func entry(_ scope: FetchScope, _ identifier: String) -> [UInt8] {
+        key("v1:p:", scope, identifier)
+    }
+
+    /// `{prefix}{kind}{app}:{country}:{language or -}:{identifier}`.
+    func key(_ kind: StaticString, _ scope: FetchScope, _ identifier: String) -> [UInt8] {
         // Bytes appended to one buffer: every identifier of every memory
-        // miss gets a key, and an interpolated String would be built and
+        // miss gets keys, and an interpolated String would be built and
         // copied first.
         let language = scope.language?.text ?? "-"
         var key: [UInt8] = []
-        key.reserveCapacity(prefix.utf8.count + 6 + scope.appID.utf8.count + 4 + language.utf8.count + identifier.utf8.count)
+        key.reserveCapacity(prefix.utf8.count + kind.utf8CodeUnitCount + scope.appID.utf8.count + 4 + language.utf8.count + identifier.utf8.count)
         key.append(contentsOf: prefix.utf8)
-        key.append(contentsOf: "v1:p:".utf8)
+        key.append(contentsOf: UnsafeBufferPointer(start: kind.utf8Start, count: kind.utf8CodeUnitCount))
         key.append(contentsOf: scope.appID.utf8)
         key.append(UInt8(ascii: ":"))
         key.append(contentsOf: scope.country.text.utf8)

@@ -24,6 +24,10 @@ final class SharedClaimDriver: @unchecked Sendable {
     /// While this replica fetches under its lease: the next renewal.
     private var renewalTimer: LoopTimer?
     private var completion: (@Sendable (Outcome) -> Void)?
+    /// Whether the driver hears other replicas' messages: only when it
+    /// claims or waits for anything (a fetch whose lookup won every lease,
+    /// the usual miss, needs none).
+    private var registered = false
 
     init(loop: EventLoop, tier: SharedTier, connection: RedisConnection, source: any ProductSource, request: SourceRequest) {
         self.loop = loop
@@ -48,7 +52,10 @@ final class SharedClaimDriver: @unchecked Sendable {
         self.completion = completion
         // Registered before the first claim is sent: a message can only
         // follow a claim this replica saw.
-        tier.waiters.register(self, scope: request.scope, identifiers: request.identifiers)
+        if machine.leased.count < request.identifiers.count {
+            registered = true
+            tier.waiters.register(self, scope: request.scope, identifiers: request.identifiers)
+        }
         perform(machine.start(now: .now))
     }
 
@@ -109,7 +116,7 @@ final class SharedClaimDriver: @unchecked Sendable {
                 pollTimer = nil
                 renewalTimer?.cancel()
                 renewalTimer = nil
-                tier.waiters.unregister(self, scope: request.scope, identifiers: request.identifiers)
+                if registered { tier.waiters.unregister(self, scope: request.scope, identifiers: request.identifiers) }
                 let completion = self.completion
                 self.completion = nil
                 completion?(Self.merge(parts))

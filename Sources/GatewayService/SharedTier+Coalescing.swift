@@ -280,12 +280,12 @@ private final class ClaimCollector {
 extension SharedTierKeys {
     /// `{prefix}v1:c:{app}:{country}:{language or -}:{identifier}`.
     func claim(_ scope: FetchScope, _ identifier: String) -> [UInt8] {
-        Array("\(prefix)v1:c:\(scope.appID):\(scope.country.text):\(scope.language?.text ?? "-"):\(identifier)".utf8)
+        key("v1:c:", scope, identifier)
     }
 
     /// `{prefix}v1:w:…`: set while a replica waits for the claim's outcome.
     func wait(_ scope: FetchScope, _ identifier: String) -> [UInt8] {
-        Array("\(prefix)v1:w:\(scope.appID):\(scope.country.text):\(scope.language?.text ?? "-"):\(identifier)".utf8)
+        key("v1:w:", scope, identifier)
     }
 }
 
