@@ -212,18 +212,7 @@ struct KubernetesManifestTests {
     }
 
     static func redisCLI(port: Int, password: String?, _ arguments: String...) throws -> String {
-        let child = Process()
-        child.executableURL = URL(fileURLWithPath: "/usr/bin/redis-cli")
-        var all = ["-h", "127.0.0.1", "-p", "\(port)"]
-        if let password { all += ["-a", password, "--no-auth-warning"] }
-        child.arguments = all + arguments
-        let output = Pipe()
-        child.standardOutput = output
-        child.standardError = FileHandle.nullDevice
-        try child.run()
-        let data = output.fileHandleForReading.readDataToEndOfFile()
-        child.waitUntilExit()
-        return String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+        try RedisServer.cli(port: port, password: password, arguments)
     }
 }
 

@@ -105,8 +105,13 @@ final class RedisServer: Sendable {
     }
 
     func cli(_ arguments: [String]) throws -> String {
+        try Self.cli(port: port, password: password, arguments)
+    }
+
+    /// `redis-cli` against any server on 127.0.0.1 (one a manifest started).
+    static func cli(port: Int, password: String?, _ arguments: [String]) throws -> String {
         let child = Process()
-        child.executableURL = URL(fileURLWithPath: try Self.binary("redis-cli"))
+        child.executableURL = URL(fileURLWithPath: try binary("redis-cli"))
         var all = ["-h", "127.0.0.1", "-p", "\(port)"]
         if let password { all += ["-a", password, "--no-auth-warning"] }
         child.arguments = all + arguments
