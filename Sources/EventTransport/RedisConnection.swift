@@ -419,7 +419,7 @@ public final class RedisConnection: @unchecked Sendable {
 
     /// The first word of an error reply when it is a Redis error code
     /// (upper-case letters, at most 32), else `error`: never the rest.
-    static func errorCode(_ message: String) -> String {
+    public static func errorCode(_ message: String) -> String {
         let word = message.prefix { $0 != " " }
         guard (1...32).contains(word.count), word.allSatisfy({ $0.isASCII && $0.isUppercase }) else { return "error" }
         return String(word)

@@ -24,7 +24,7 @@ extension SharedTier {
     /// find neither the claim nor (for a failure) an entry at its next look,
     /// gets the outcome the caller is about to publish instead of fetching
     /// again. 1 when any flag was there: publish; else 0, and nothing is.
-    static let releaseScript = Array("""
+    static let releaseScript = RedisScript("""
         local n = #KEYS / 2
         local hold = tonumber(ARGV[2])
         local waited = 0
@@ -40,7 +40,7 @@ extension SharedTier {
           end
         end
         return waited
-        """.utf8)
+        """)
 
     /// How long a released claim stays held while its outcome is published
     /// to the replicas that wait for it.
@@ -54,7 +54,7 @@ extension SharedTier {
     /// and the wait flag says someone waits for its outcome (for a lease's
     /// time: a waiter sets it again at every look). One integer per
     /// identifier: 1 when this token holds the lease now, else 0.
-    static let claimScript = Array("""
+    static let claimScript = RedisScript("""
         local n = #KEYS / 2
         local lease = tonumber(ARGV[2])
         local won = {}
@@ -73,15 +73,15 @@ extension SharedTier {
           end
         end
         return won
-        """.utf8)
+        """)
 
     /// Renews the lease of each claim key that still holds `ARGV[1]`.
-    static let renewScript = Array("""
+    static let renewScript = RedisScript("""
         for _, key in ipairs(KEYS) do
           if redis.call('GET', key) == ARGV[1] then redis.call('PEXPIRE', key, ARGV[2]) end
         end
         return 0
-        """.utf8)
+        """)
 
     /// The claim script (``claimScript``) for each identifier, then one
     /// `MGET` of their entries, pipelined: one round trip. `completion` gets
@@ -142,13 +142,11 @@ extension SharedTier {
             )
             completion(ClaimReply(won: won, entries: entries))
         }
-        var script: [[UInt8]] = [Array("EVAL".utf8), Self.claimScript, Array(String(2 * identifiers.count).utf8)]
-        script.reserveCapacity(2 * identifiers.count + 5)
-        for identifier in identifiers { script.append(keys.claim(scope, identifier)) }
-        for identifier in identifiers { script.append(keys.wait(scope, identifier)) }
-        script.append(tokenBytes)
-        script.append(lease)
-        connection.send(script) { result in
+        var claimKeys: [[UInt8]] = []
+        claimKeys.reserveCapacity(2 * identifiers.count)
+        for identifier in identifiers { claimKeys.append(keys.claim(scope, identifier)) }
+        for identifier in identifiers { claimKeys.append(keys.wait(scope, identifier)) }
+        connection.eval(Self.claimScript, keys: claimKeys, arguments: [tokenBytes, lease]) { result in
             collector.record(result, at: 0)
             if collector.isComplete { finish() }
         }
@@ -164,11 +162,12 @@ extension SharedTier {
     /// fetch runs; not waited for (a lease lost makes, at worst, a second
     /// fetch by another replica).
     func renew(_ identifiers: [String], scope: FetchScope, token: String, on connection: RedisConnection) {
-        var arguments: [[UInt8]] = [Array("EVAL".utf8), Self.renewScript, Array(String(identifiers.count).utf8)]
-        for identifier in identifiers { arguments.append(keys.claim(scope, identifier)) }
-        arguments.append(Array(token.utf8))
-        arguments.append(Array(String(Self.lease.milliseconds).utf8))
-        sendCounted(arguments, on: connection, what: "lease renewal")
+        let claimKeys = identifiers.map { keys.claim(scope, $0) }
+        let metrics = self.metrics
+        let log = self.log
+        connection.eval(Self.renewScript, keys: claimKeys, arguments: [Array(token.utf8), Array(String(Self.lease.milliseconds).utf8)]) { result in
+            Self.count(result, what: "lease renewal", metrics: metrics, log: log)
+        }
     }
 
     /// After a claimed fetch: store the entries (when they may be kept),
@@ -201,16 +200,14 @@ extension SharedTier {
     /// "released": look again). The message is built only then: with no
     /// herd, a miss publishes nothing.
     func release(_ identifiers: [String], scope: FetchScope, token: String, on connection: RedisConnection, announcing kind: SharedOutcomeMessage.Kind = .released, hold: Duration = .zero) {
-        var arguments: [[UInt8]] = [Array("EVAL".utf8), Self.releaseScript, Array(String(2 * identifiers.count).utf8)]
-        arguments.reserveCapacity(2 * identifiers.count + 4)
-        for identifier in identifiers { arguments.append(keys.claim(scope, identifier)) }
-        for identifier in identifiers { arguments.append(keys.wait(scope, identifier)) }
-        arguments.append(Array(token.utf8))
-        arguments.append(Array(String(hold.milliseconds).utf8))
+        var claimKeys: [[UInt8]] = []
+        claimKeys.reserveCapacity(2 * identifiers.count)
+        for identifier in identifiers { claimKeys.append(keys.claim(scope, identifier)) }
+        for identifier in identifiers { claimKeys.append(keys.wait(scope, identifier)) }
         let metrics = self.metrics
         let log = self.log
         let channel = Array(self.channel.utf8)
-        connection.send(arguments) { [weak connection] result in
+        connection.eval(Self.releaseScript, keys: claimKeys, arguments: [Array(token.utf8), Array(String(hold.milliseconds).utf8)]) { [weak connection] result in
             switch result {
             case .success(.integer(1)):
                 guard let connection else { return }
@@ -233,16 +230,21 @@ extension SharedTier {
         let metrics = self.metrics
         let log = self.log
         connection.send(arguments) { result in
-            switch result {
-            case .success(.error(let message)):
-                metrics.recordSharedErrors(1)
-                log.warning("Redis refused a shared-tier \(what)", metadata: ["reply": "\(message.prefix(120))"])
-            case .success:
-                break
-            case .failure(let error):
-                metrics.recordSharedErrors(1)
-                log.warning("a shared-tier \(what) failed", metadata: ["error": "\(error.message)"])
-            }
+            Self.count(result, what: what, metrics: metrics, log: log)
+        }
+    }
+
+    /// A reply nobody waits for: a failure is counted and logged.
+    static func count(_ result: Result<RedisValue, RedisError>, what: String, metrics: GatewayMetrics, log: RateLimitedLog) {
+        switch result {
+        case .success(.error(let message)):
+            metrics.recordSharedErrors(1)
+            log.warning("Redis refused a shared-tier \(what)", metadata: ["reply": "\(RedisConnection.errorCode(message))"])
+        case .success:
+            break
+        case .failure(let error):
+            metrics.recordSharedErrors(1)
+            log.warning("a shared-tier \(what) failed", metadata: ["error": "\(error.message)"])
         }
     }
 }

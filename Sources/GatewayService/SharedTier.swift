@@ -181,16 +181,16 @@ final class SharedTier: Sendable {
             return
         }
         let token = makeClaimToken()
-        var arguments: [[UInt8]] = [Array("EVAL".utf8), Self.lookupScript, Array(String(3 * identifiers.count).utf8)]
-        arguments.reserveCapacity(3 * identifiers.count + 7)
-        for identifier in identifiers { arguments.append(keys.entry(scope, identifier)) }
-        for identifier in identifiers { arguments.append(keys.claim(scope, identifier)) }
-        for identifier in identifiers { arguments.append(keys.wait(scope, identifier)) }
-        arguments.append(Array(token.utf8))
-        arguments.append(Array(String(Self.lease.milliseconds).utf8))
-        arguments.append(Array(String(Self.unixMilliseconds()).utf8))
-        arguments.append(Array(String(Self.minimumFreshness.milliseconds).utf8))
-        connection.send(arguments) { [self] reply in
+        var scriptKeys: [[UInt8]] = []
+        scriptKeys.reserveCapacity(3 * identifiers.count)
+        for identifier in identifiers { scriptKeys.append(keys.entry(scope, identifier)) }
+        for identifier in identifiers { scriptKeys.append(keys.claim(scope, identifier)) }
+        for identifier in identifiers { scriptKeys.append(keys.wait(scope, identifier)) }
+        let arguments: [[UInt8]] = [
+            Array(token.utf8), Array(String(Self.lease.milliseconds).utf8),
+            Array(String(Self.unixMilliseconds()).utf8), Array(String(Self.minimumFreshness.milliseconds).utf8),
+        ]
+        connection.eval(Self.lookupScript, keys: scriptKeys, arguments: arguments) { [self] reply in
             guard case .success(.array(let values)) = reply, values.count == 2 * identifiers.count else {
                 // The script may have run, whatever came back.
                 if case .success = reply { release(identifiers, scope: scope, token: token, on: connection) }
@@ -223,7 +223,7 @@ final class SharedTier: Sendable {
     /// its claim (1: `ARGV[1]` holds a lease of `ARGV[2]` ms now, 0: another
     /// replica does). A fresh-until that does not read as one (any garbage)
     /// is left to the replica's own decoding, which refuses it.
-    static let lookupScript = Array("""
+    static let lookupScript = RedisScript("""
         local n = #KEYS / 3
         local lease = tonumber(ARGV[2])
         local freshFrom = tonumber(ARGV[3]) + tonumber(ARGV[4])
@@ -257,7 +257,7 @@ final class SharedTier: Sendable {
           reply[2 * i] = state
         end
         return reply
-        """.utf8)
+        """)
 
     /// Gives back leases a lookup took that no fetch adopted.
     func release(_ claims: SharedPreclaim) {
