@@ -142,23 +142,29 @@ COPY --from=build --chown=root:root /staging/gateway /app
 # 64 x 64 sizes of up to 1 KiB, ~2 MiB per thread that allocates (README,
 # Memory). bench/ runs the gateway with this same line.
 #
+# GATEWAY_ADMIN_LISTEN: /healthz, /readyz and /metrics also on port 9090,
+# outside GATEWAY_MAX_CONNECTIONS, for the probes and the scrape (CONTRACT,
+# configuration; a gateway without the variable ignores it).
+#
 # SWIFT_BACKTRACE: on a crash, the static backtracer prints every thread's
 # symbolicated backtrace to standard error (sanitize=yes leaves out memory
 # contents), then the process dies as it would have.
 ENV PATH="/app:${PATH}" \
     GATEWAY_LISTEN=0.0.0.0:8080 \
+    GATEWAY_ADMIN_LISTEN=0.0.0.0:9090 \
     GLIBC_TUNABLES=glibc.malloc.tcache_count=64 \
     LOG_FORMAT=json \
     SWIFT_BACKTRACE=enable=yes,sanitize=yes,threads=all,images=all,interactive=no,swift-backtrace=/app/swift-backtrace-static
 
 USER 10001:10001
-EXPOSE 8080
+EXPOSE 8080 9090
 
 # Probes: no HEALTHCHECK instruction. The image has no curl or wget (nothing
 # beyond the runtime libraries is installed) and the binary has no health
 # subcommand, so the orchestrator probes over HTTP instead:
 #   liveness   GET /healthz  -> 200 while the process serves
 #   readiness  GET /readyz   -> 200 ready, 503 while starting or draining
+# on port 9090 (and 8080).
 # deploy/kubernetes/deployment.yaml and deploy/compose.yaml document them.
 
 # SIGTERM (docker stop, Kubernetes) starts the graceful drain: /readyz turns
