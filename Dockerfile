@@ -1,28 +1,37 @@
-# Container image of the products gateway (and, in the same image, the TLS
-# test upstream `mock-upstream` used by deploy/compose.yaml).
+# Container images of the products gateway.
 #
-#   docker build -t products-gateway .
-#   docker run --rm -p 8080:8080 products-gateway          # embedded catalog
+#   docker build -t products-gateway:0.1.0 .                # the gateway (the default target)
+#   docker run --rm -p 8080:8080 products-gateway:0.1.0     # embedded catalog
+#   docker build --target demo-upstream -t products-gateway-demo-upstream:0.1.0 .
+#
+# Two images from one build: the production image holds the gateway and the
+# static backtracer only; `demo-upstream` holds the TLS test upstream
+# `mock-upstream` (and openssl, for the compose demo's certificate job),
+# which deploy/compose.yaml runs. docs/container.md tells their sizes, the
+# hardening, how to read a crash backtrace and how CI checks the image.
 #
 # Build stage: the official Swift image on Debian 12 (bookworm), the same
-# distribution as the runtime stage, so the libevent and OpenSSL the binary
-# was linked against are the ones it finds at run time. The tag matches the
-# toolchain the project is developed and tested with (Swift 6.3); the
-# manifest itself asks for tools 6.1 or later.
+# distribution as the runtime stages, so the libevent, OpenSSL, hiredis and
+# libyaml the binaries were linked against are the ones they find at run
+# time. The tag matches the toolchain the project is developed and tested
+# with (Swift 6.3); the manifest itself asks for tools 6.1 or later.
 
 # ================================
 # Build
 # ================================
 FROM swift:6.3-bookworm AS build
 
-# The C libraries the package links (Package.swift: CLibevent, COpenSSL).
-# pkg-config comes with the Swift image. Not pinned: the -dev packages must
-# match whatever bookworm's current runtime libraries are (installed unpinned
-# in the runtime stage, for their security updates).
+# The C libraries the package links (Package.swift: CLibevent, COpenSSL,
+# CHiredis, CLibYAML), and binutils, which splits the debug
+# information off (deploy/stage-binaries). pkg-config comes with the Swift
+# image. Not pinned: the -dev packages must match whatever bookworm's
+# current runtime libraries are (installed unpinned in the runtime stage,
+# for their security updates).
 # hadolint ignore=DL3008
 RUN export DEBIAN_FRONTEND=noninteractive \
     && apt-get update \
-    && apt-get install -y --no-install-recommends libevent-dev libssl-dev libhiredis-dev \
+    && apt-get install -y --no-install-recommends \
+        libevent-dev libssl-dev libhiredis-dev libyaml-dev binutils \
     && rm -rf /var/lib/apt/lists/*
 
 WORKDIR /build
@@ -35,8 +44,11 @@ COPY Package.swift ./
 RUN swift package resolve
 
 # Then the sources, and the two release binaries with the Swift standard
-# library linked in statically (libevent and OpenSSL stay dynamic system
-# libraries, installed in the runtime stage below).
+# library linked in statically (libevent, OpenSSL, hiredis and libyaml stay
+# dynamic system libraries, installed in the runtime stages below),
+# stripped of all but their function names (which crash backtraces show),
+# their full debug information split off into /staging/debug
+# (deploy/stage-binaries says how; CI runs the same script).
 # - Tests/ is copied although no test is built: SwiftPM refuses a manifest
 #   whose test targets have no folder.
 # - openapi/ is needed at build time: the gateway embeds
@@ -45,23 +57,13 @@ RUN swift package resolve
 COPY Sources ./Sources
 COPY Tests ./Tests
 COPY openapi ./openapi
-RUN swift build -c release --static-swift-stdlib --product products-gateway \
-    && swift build -c release --static-swift-stdlib --product mock-upstream
-
-# Stage what the runtime image needs in one folder: the two binaries, any
-# SwiftPM resource bundles (*.resources, found next to the binaries at run
-# time), and the static backtracer, which lets a crash print a symbolicated
-# backtrace without the Swift runtime.
-WORKDIR /staging
-RUN bin="$(swift build --package-path /build -c release --show-bin-path)" \
-    && cp "$bin/products-gateway" "$bin/mock-upstream" ./ \
-    && cp /usr/libexec/swift/linux/swift-backtrace-static ./ \
-    && find -L "$bin/" -maxdepth 1 -name '*.resources' -exec cp -Ra {} ./ \;
+COPY deploy/stage-binaries ./deploy/stage-binaries
+RUN deploy/stage-binaries /staging
 
 # ================================
-# Run
+# Runtime base: the libraries and the user both images share
 # ================================
-FROM debian:bookworm-slim
+FROM debian:bookworm-slim AS runtime
 
 # Runtime libraries only:
 # - libevent-2.1-7 (libevent), libevent-openssl-2.1-7 and
@@ -71,14 +73,15 @@ FROM debian:bookworm-slim
 # - libssl3: OpenSSL 3 for the upstream TLS connections;
 # - libhiredis0.14: the shared tier's Redis client (Sources/CHiredis), loaded
 #   whether or not GATEWAY_REDIS_URL is set;
+# - libyaml-0-2: the YAML parser that reads the embedded OpenAPI
+#   description for rpc.discover (Sources/CLibYAML);
 # - ca-certificates: the system trust store the upstream certificate is
 #   verified against (unless ONSIDE_CA_FILE names another);
 # - tzdata: time zones for log timestamps.
 # libstdc++6 and libgcc-s1, which the binaries also load, are part of the
-# base image already (apt needs them). Checked with ldd on a release build
-# and by running it in a bookworm minbase root with exactly these packages.
-# Versions are not pinned: the bookworm security updates of these libraries
-# should be picked up on every rebuild.
+# base image already (apt needs them). Checked with ldd on a release build, and by CI
+# (.ci/image), which runs the image. Versions are not pinned: the bookworm
+# security updates of these libraries should be picked up on every rebuild.
 # hadolint ignore=DL3008
 RUN export DEBIAN_FRONTEND=noninteractive \
     && apt-get update \
@@ -89,6 +92,7 @@ RUN export DEBIAN_FRONTEND=noninteractive \
         libevent-pthreads-2.1-7 \
         libssl3 \
         libhiredis0.14 \
+        libyaml-0-2 \
         tzdata \
     && rm -rf /var/lib/apt/lists/*
 
@@ -99,7 +103,33 @@ RUN groupadd --system --gid 10001 gateway \
         --home-dir /nonexistent --shell /usr/sbin/nologin gateway
 
 WORKDIR /app
-COPY --from=build --chown=root:root /staging /app
+
+# ================================
+# The demo upstream (deploy/compose.yaml; never production)
+# ================================
+FROM runtime AS demo-upstream
+
+# openssl makes the compose demo's CA and server certificate (its `certs`
+# job runs this image), so the demo needs no other image.
+# hadolint ignore=DL3008
+RUN export DEBIAN_FRONTEND=noninteractive \
+    && apt-get update \
+    && apt-get install -y --no-install-recommends openssl \
+    && rm -rf /var/lib/apt/lists/*
+
+COPY --from=build --chown=root:root /staging/upstream /app
+
+USER 10001:10001
+EXPOSE 8443
+ENTRYPOINT ["/app/mock-upstream"]
+CMD ["--listen", "0.0.0.0:8443", "--cert-file", "/certs/server.pem", "--key-file", "/certs/server-key.pem"]
+
+# ================================
+# Run: the gateway (the last stage, so the default target)
+# ================================
+FROM runtime AS gateway
+
+COPY --from=build --chown=root:root /staging/gateway /app
 
 # The binaries are owned by root and read-only for the gateway user; the
 # process writes nothing to disk (the root filesystem may be read-only).
@@ -111,20 +141,30 @@ COPY --from=build --chown=root:root /staging /app
 # (bench/ab, static build: 0.982, 0.976, 0.981, 0.980). It holds at most
 # 64 x 64 sizes of up to 1 KiB, ~2 MiB per thread that allocates (README,
 # Memory). bench/ runs the gateway with this same line.
+#
+# GATEWAY_ADMIN_LISTEN: /healthz, /readyz and /metrics also on port 9090,
+# outside GATEWAY_MAX_CONNECTIONS, for the probes and the scrape (CONTRACT,
+# configuration; a gateway without the variable ignores it).
+#
+# SWIFT_BACKTRACE: on a crash, the static backtracer prints every thread's
+# symbolicated backtrace to standard error (sanitize=yes leaves out memory
+# contents), then the process dies as it would have.
 ENV PATH="/app:${PATH}" \
     GATEWAY_LISTEN=0.0.0.0:8080 \
+    GATEWAY_ADMIN_LISTEN=0.0.0.0:9090 \
     GLIBC_TUNABLES=glibc.malloc.tcache_count=64 \
     LOG_FORMAT=json \
     SWIFT_BACKTRACE=enable=yes,sanitize=yes,threads=all,images=all,interactive=no,swift-backtrace=/app/swift-backtrace-static
 
 USER 10001:10001
-EXPOSE 8080
+EXPOSE 8080 9090
 
 # Probes: no HEALTHCHECK instruction. The image has no curl or wget (nothing
 # beyond the runtime libraries is installed) and the binary has no health
 # subcommand, so the orchestrator probes over HTTP instead:
 #   liveness   GET /healthz  -> 200 while the process serves
 #   readiness  GET /readyz   -> 200 ready, 503 while starting or draining
+# on port 9090 (and 8080).
 # deploy/kubernetes/deployment.yaml and deploy/compose.yaml document them.
 
 # SIGTERM (docker stop, Kubernetes) starts the graceful drain: /readyz turns

@@ -35,7 +35,6 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
         .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
-        .package(url: "https://github.com/jpsim/Yams", from: "6.2.2"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
     ],
     targets: [
@@ -60,6 +59,14 @@ let package = Package(
             name: "CHiredis",
             pkgConfig: "hiredis",
             providers: [.apt(["libhiredis-dev"])]
+        ),
+        // libyaml (Debian's 0.2) for reading the OpenAPI description. A C
+        // parser rather than a Swift package built on Foundation: the
+        // gateway then links FoundationEssentials only, without ICU's data.
+        .systemLibrary(
+            name: "CLibYAML",
+            pkgConfig: "yaml-0.1",
+            providers: [.apt(["libyaml-dev"]), .brew(["libyaml"])]
         ),
         .target(
             name: "CRedisShims",
@@ -86,7 +93,7 @@ let package = Package(
         // MARK: The service description: OpenAPI (YAML) in, OpenRPC out.
         .target(
             name: "ServiceDescription",
-            dependencies: ["JSONRPC", .product(name: "Yams", package: "Yams")],
+            dependencies: ["JSONRPC", "CLibYAML"],
             swiftSettings: strictSwift
         ),
 

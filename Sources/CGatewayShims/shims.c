@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <pthread.h>
 #include <sys/resource.h>
 #include <sys/uio.h>
 #include <sys/socket.h>
@@ -210,4 +211,10 @@ int gw_raise_open_file_limit(long wanted, long *soft_after) {
     }
     *soft_after = (long)target;
     return 0;
+}
+
+int gw_set_thread_name(const char *name) {
+    char shortened[16];
+    snprintf(shortened, sizeof shortened, "%s", name);
+    return pthread_setname_np(pthread_self(), shortened);
 }

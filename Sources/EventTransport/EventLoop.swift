@@ -1,6 +1,11 @@
 import CGatewayShims
 import CLibevent
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+import Glibc
 import Synchronization
 
 /// A write to a peer that has gone (an upstream that reset the connection, a
@@ -51,8 +56,7 @@ public final class EventLoop: @unchecked Sendable {
     private var local = LocalWork()
     private let owner = Atomic<UInt>(0)
     private let hasStopped = Atomic<Bool>(false)
-    private let finishedCondition = NSCondition()
-    private var isFinished = false
+    private let finished = FinishedSignal()
 
     private struct LocalWork {
         var items: [Work] = []
@@ -197,18 +201,26 @@ public final class EventLoop: @unchecked Sendable {
         hasStopped.store(true, ordering: .releasing)
         drainQueue()
         pthread_setspecific(currentLoopKey, nil)
-        finishedCondition.lock()
-        isFinished = true
-        finishedCondition.broadcast()
-        finishedCondition.unlock()
+        finished.signal()
     }
 
     /// Starts a dedicated thread that runs the loop.
     public func start() {
-        let thread = Thread { [self] in self.run() }
-        thread.name = name
-        thread.stackSize = 1 << 20
-        thread.start()
+        // A POSIX thread rather than Foundation's `Thread`: the gateway links
+        // FoundationEssentials only.
+        var attributes = pthread_attr_t()
+        pthread_attr_init(&attributes)
+        defer { pthread_attr_destroy(&attributes) }
+        pthread_attr_setstacksize(&attributes, 1 << 20)
+        pthread_attr_setdetachstate(&attributes, Int32(PTHREAD_CREATE_DETACHED))
+        var thread = pthread_t()
+        let created = pthread_create(&thread, &attributes, { context in
+            let loop = Unmanaged<EventLoop>.fromOpaque(context!).takeRetainedValue()
+            _ = gw_set_thread_name(loop.name)
+            loop.run()
+            return nil
+        }, Unmanaged.passRetained(self).toOpaque())
+        precondition(created == 0, "pthread_create failed: \(created)")
         // Wait until the thread has recorded itself, so `inEventLoop` is
         // meaningful as soon as `start` returns.
         while owner.load(ordering: .acquiring) == 0 { usleep(100) }
@@ -222,9 +234,7 @@ public final class EventLoop: @unchecked Sendable {
     /// Blocks the calling thread (never a loop thread) until the loop has
     /// stopped running.
     public func waitUntilStopped() {
-        finishedCondition.lock()
-        while !isFinished { finishedCondition.wait() }
-        finishedCondition.unlock()
+        finished.wait()
     }
 
     fileprivate func drainQueue() {
@@ -394,4 +404,34 @@ private func loopTimerCallback(_ fd: Int32, _ what: Int16, _ context: UnsafeMuta
 private func eventLoopWakeCallback(_ fd: Int32, _ what: Int16, _ context: UnsafeMutableRawPointer?) {
     guard let context else { preconditionFailure("event loop wake-up without its loop") }
     Unmanaged<EventLoop>.fromOpaque(context).takeUnretainedValue().drainQueue()
+}
+
+/// A one-way flag that threads can wait for: set once the loop has stopped.
+private final class FinishedSignal: @unchecked Sendable {
+    private var mutex = pthread_mutex_t()
+    private var condition = pthread_cond_t()
+    private var isSet = false
+
+    init() {
+        pthread_mutex_init(&mutex, nil)
+        pthread_cond_init(&condition, nil)
+    }
+
+    deinit {
+        pthread_cond_destroy(&condition)
+        pthread_mutex_destroy(&mutex)
+    }
+
+    func signal() {
+        pthread_mutex_lock(&mutex)
+        isSet = true
+        pthread_cond_broadcast(&condition)
+        pthread_mutex_unlock(&mutex)
+    }
+
+    func wait() {
+        pthread_mutex_lock(&mutex)
+        while !isSet { pthread_cond_wait(&condition, &mutex) }
+        pthread_mutex_unlock(&mutex)
+    }
 }

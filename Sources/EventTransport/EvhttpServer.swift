@@ -1,7 +1,13 @@
 import CGatewayShims
 import CLibevent
 import HTTPFraming
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+import Glibc
+import Dispatch
 import Synchronization
 
 /// Handles one request. Called on the loop thread that accepted it; it must

@@ -2,7 +2,12 @@ import CGatewayShims
 import CLibevent
 import HTTPFraming
 import COpenSSL
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+import Glibc
 import Synchronization
 
 /// Where and how an ``HTTPSClient`` connects.

@@ -1,7 +1,12 @@
 import CHiredis
 import CRedisShims
 import Dispatch
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+import Glibc
 
 /// One hiredis asynchronous connection to Redis, run by one event loop
 /// through hiredis's libevent adapter: no thread of its own, and every

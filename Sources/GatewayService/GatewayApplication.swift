@@ -1,5 +1,10 @@
 import EventTransport
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+import Glibc
 import JSONRPC
 import Logging
 import ProductsDomain

@@ -1,4 +1,9 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+import Glibc
 import ProductsDomain
 
 /// The effective configuration of one gateway process, validated.

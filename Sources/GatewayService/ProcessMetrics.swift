@@ -1,4 +1,9 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+import Glibc
 import Prometheus
 
 /// The usual `process_*` series, read from `/proc/self` when `/metrics` is

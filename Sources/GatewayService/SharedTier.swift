@@ -1,6 +1,11 @@
 import Dispatch
 import EventTransport
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+import Glibc
 import Logging
 import ProductsDomain
 import Synchronization

@@ -1,5 +1,10 @@
 import ArgumentParser
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+import Glibc
 import GatewayService
 import Logging
 import ServiceLifecycle
@@ -169,7 +174,7 @@ struct ServeCommand: AsyncParsableCommand {
         do {
             configuration = try GatewayConfiguration.load(environment: ProcessInfo.processInfo.environment, overrides: overrides)
         } catch {
-            FileHandle.standardError.write(Data("products-gateway: \(error)\n".utf8))
+            _ = Array("products-gateway: \(error)\n".utf8).withUnsafeBytes { write(STDERR_FILENO, $0.baseAddress, $0.count) }
             throw ExitCode(2)
         }
         let level = Logger.Level(rawValue: configuration.logLevel) ?? .info

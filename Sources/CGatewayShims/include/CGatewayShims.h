@@ -81,6 +81,9 @@ int gw_socket_set_nodelay(int fd);
 /* SO_LINGER {on, 0}: the next close sends RST (test upstream's reset fault). */
 int gw_socket_set_linger_zero(int fd);
 
+/* Names the calling thread (at most 15 bytes are kept); 0 or an errno. */
+int gw_set_thread_name(const char *name);
+
 /* An eventfd used to wake an event loop from another thread. */
 int gw_eventfd_create(void);
 int gw_eventfd_signal(int fd);
