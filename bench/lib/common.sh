@@ -58,8 +58,8 @@ ensure_environment() {
     command -v swift >/dev/null 2>&1 || die "no swift on PATH (install Swift 6, or put it on PATH)"
     ensure_tools wrk:wrk nginx:nginx-light openssl:openssl taskset:util-linux curl:curl python3:python3 \
         pkg-config:pkg-config pgrep:procps
-    if ! pkg-config --exists libevent_openssl openssl hiredis 2>/dev/null; then
-        install_packages libevent-dev libssl-dev libhiredis-dev
+    if ! pkg-config --exists libevent_openssl openssl hiredis yaml-0.1 2>/dev/null; then
+        install_packages libevent-dev libssl-dev libhiredis-dev libyaml-dev
     fi
     # The shared-tier scenarios (gateway_redis_hit, herd_replicas).
     ensure_tools redis-server:redis-server redis-cli:redis-server
