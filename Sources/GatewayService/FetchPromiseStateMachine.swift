@@ -22,6 +22,14 @@ struct FetchPromiseStateMachine<Value, Waiter> {
     }
 
     private(set) var state: State = .pending
+
+    /// What a waiter added now would get at once, or nil while pending.
+    var settled: Value? {
+        switch state {
+        case .pending: nil
+        case .released(let value), .finished(let value): value
+        }
+    }
     /// The waiters while pending. Kept beside the state, not in it, so
     /// adding one to a herd of a thousand does not copy the other 999.
     /// Most fetches have one waiter (the call that started it): it is kept

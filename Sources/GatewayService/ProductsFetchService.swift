@@ -261,15 +261,25 @@ public final class ProductsFetchService: Sendable {
         for fetches: ArraySlice<SharedFetch>, call: CallInProgress, failures: [ProductsFetchFailure], on loop: EventLoop,
         completion: @escaping @Sendable (Result<EncodedJSON, ProductsFetchFailure>) -> Void
     ) {
-        guard let fetch = fetches.first else {
+        var call = call
+        var failures = failures
+        var rest = fetches
+        // Fetches that have already ended are taken here, in a loop: a call
+        // joining thousands of them neither recurses once per fetch on the
+        // loop's stack nor copies its answers per fetch.
+        while let fetch = rest.first, let outcome = fetch.settledOutcome {
+            if let failure = take(outcome, of: fetch, into: &call) { failures.append(failure) }
+            rest = rest.dropFirst()
+        }
+        guard let fetch = rest.first else {
             if let failure = ProductsFetchFailure.mostSevere(failures) { return completion(.failure(failure)) }
             return completion(.success(call.result))
         }
-        fetch.whenDone(on: loop, until: call.deadline, onDeadline: waitDeadlineFailure) { [self] outcome in
+        fetch.whenDone(on: loop, until: call.deadline, onDeadline: waitDeadlineFailure) { [self, call, failures, rest] outcome in
             var call = call
             var failures = failures
             if let failure = take(outcome, of: fetch, into: &call) { failures.append(failure) }
-            wait(for: fetches.dropFirst(), call: call, failures: failures, on: loop, completion: completion)
+            wait(for: rest.dropFirst(), call: call, failures: failures, on: loop, completion: completion)
         }
     }
 

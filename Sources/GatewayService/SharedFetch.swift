@@ -152,6 +152,12 @@ final class SharedFetch: Sendable {
         }
     }
 
+    /// The outcome, when the fetch has ended (or its waiters were
+    /// released); nil while it runs.
+    var settledOutcome: Outcome? {
+        state.withLock { $0.settled }
+    }
+
     /// Hands the outcome to everyone still waiting.
     func finish(_ outcome: Outcome) {
         let waiters = state.withLock { $0.finish(outcome) }
