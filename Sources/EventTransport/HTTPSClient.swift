@@ -338,7 +338,10 @@ final class HTTPSConnectionPool: @unchecked Sendable {
     /// Closes this loop's idle connections past the idle timeout one idle
     /// timeout from now, and again while any is left.
     private func armIdleSweep() {
-        guard idleSweep == nil else { return }
+        // None after the shutdown: its close cancelled the last, and an
+        // exchange ending after it must not arm another that outlives the
+        // loops.
+        guard idleSweep == nil, !client.isShutDown else { return }
         idleSweep = loop.scheduleTimer(after: configuration.idleTimeout) { [weak self] in
             guard let self else { return }
             self.idleSweep = nil

@@ -11,7 +11,9 @@ struct BatchConcurrencyTests {
     /// upstream, a single call meanwhile is answered at once, and the
     /// waiting batch is answered in full once the first has been.
     @Test func aBatchWaitsForTheTurnOfTheOneBeforeItButASingleCallDoesNot() async throws {
-        let environment = ["GATEWAY_BATCH_CONCURRENCY": "1", "UPSTREAM_RETRIES": "0", "UPSTREAM_TIMEOUT_MS": "3000"]
+        // The first batch holds the turn for its upstream attempt's 8 s, long
+        // enough for a slow (sanitized) run to see the second one wait.
+        let environment = ["GATEWAY_BATCH_CONCURRENCY": "1", "UPSTREAM_RETRIES": "0", "UPSTREAM_TIMEOUT_MS": "8000", "GATEWAY_REQUEST_TIMEOUT_MS": "15000"]
         try await UpstreamScenario.run(environment: environment) { upstream, gateway in
             #expect(try await gateway.metricValue("gateway_batches_waiting") == 0)
             upstream.upstream.enqueue(.hang)
@@ -74,7 +76,7 @@ struct BatchConcurrencyTests {
     /// At most 4 x `GATEWAY_BATCH_CONCURRENCY` batches wait; one more is
     /// answered `503` with `Retry-After: 1` at once.
     @Test func pastFourWaitingBatchesTheNextIsToldToRetry() async throws {
-        let environment = ["GATEWAY_BATCH_CONCURRENCY": "1", "UPSTREAM_RETRIES": "0", "UPSTREAM_TIMEOUT_MS": "2000"]
+        let environment = ["GATEWAY_BATCH_CONCURRENCY": "1", "UPSTREAM_RETRIES": "0", "UPSTREAM_TIMEOUT_MS": "8000", "GATEWAY_REQUEST_TIMEOUT_MS": "15000"]
         try await UpstreamScenario.run(environment: environment) { upstream, gateway in
             let first = try await Self.holdTheTurn(upstream, gateway)
             var waiting: [Task<RawHTTPResponse, any Error>] = []
