@@ -342,8 +342,10 @@ final class HTTPSConnectionPool: @unchecked Sendable {
         // exchange ending after it must not arm another that outlives the
         // loops.
         guard idleSweep == nil, !client.isShutDown else { return }
-        idleSweep = loop.scheduleTimer(after: configuration.idleTimeout) { [weak self] in
-            guard let self else { return }
+        // The pool is held by the timer until it fires or the shutdown
+        // cancels it (a weak capture's side table is reported by
+        // LeakSanitizer when the process ends with the pool alive).
+        idleSweep = loop.scheduleTimer(after: configuration.idleTimeout) { [self] in
             self.idleSweep = nil
             let index = self.index
             let (expired, left) = self.client.state.withLock { state in
