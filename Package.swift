@@ -26,7 +26,7 @@ let package = Package(
         .executable(name: "mock-upstream", targets: ["MockUpstreamCLI"]),
         // The JSON-RPC engine, the domain and the service, in process: what
         // the allocation benchmark under bench/allocations drives.
-        .library(name: "GatewayCore", targets: ["GatewayService", "JSONRPC", "ProductsDomain"]),
+        .library(name: "GatewayCore", targets: ["GatewayService", "JSONRPC", "ProductsDomain", "EventTransport"]),
         // The fuzz target of the JSON parser, writer and JSON-RPC engine (see
         // .ci/fuzz); a plain build makes it a program replaying inputs.
         .executable(name: "jsonrpc-fuzz", targets: ["JSONRPCFuzz"]),

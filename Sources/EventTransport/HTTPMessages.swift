@@ -13,8 +13,9 @@ public struct HTTPServerRequest: Sendable {
     /// The whole body (already bounded by the server's body limit).
     public let body: [UInt8]
     /// The loop that accepted the request and will write its answer: the
-    /// executor to run its work on (`Task(executorPreference:)`).
-    public let loop: EventLoop?
+    /// loop its work runs on, passed on explicitly (never looked up from
+    /// the calling thread).
+    public let loop: EventLoop
 
     init(head: HTTPRequestHead, body: [UInt8], loop: EventLoop) {
         self.method = head.method
@@ -25,7 +26,7 @@ public struct HTTPServerRequest: Sendable {
         self.loop = loop
     }
 
-    public init(method: String, uri: String, headers: HTTPHeaders, body: [UInt8], loop: EventLoop? = nil) {
+    public init(method: String, uri: String, headers: HTTPHeaders, body: [UInt8], loop: EventLoop) {
         self.loop = loop
         self.method = method
         self.uri = uri

@@ -118,26 +118,17 @@ public final class HTTPSClient: Sendable {
         for pool in pools { pool.client = self }
     }
 
-    /// Sends `GET path` with `headers` (Host is added) and returns the whole
-    /// response, or why there is none.
-    ///
-    /// Runs on the caller's loop when the caller runs on one of the group's
-    /// loops, else on the next loop, round robin.
+    /// Sends `GET path` with `headers` (Host is added) and hands the whole
+    /// response, or why there is none, to `completion` once, on `loop`:
+    /// the exchange runs on the pool of the loop it is asked from, passed
+    /// explicitly (possibly completing before this returns, when the
+    /// client is shut down). A loop outside the client's group is served by
+    /// the next of its loops, round robin.
     /// - Parameter leaseDeadline: How long the request may wait for a lease
     ///   when `UPSTREAM_CONCURRENCY` exchanges are already in flight.
-    public func get(path: String, headers: HTTPHeaders, leaseDeadline: ContinuousClock.Instant) async -> Result<HTTPClientResponse, HTTPClientError> {
-        await withCheckedContinuation { continuation in
-            get(path: path, headers: headers, leaseDeadline: leaseDeadline) { continuation.resume(returning: $0) }
-        }
-    }
-
-    /// The same exchange, its outcome handed to `completion` once, on the
-    /// loop that ran it: the caller's loop when called on one of the
-    /// group's loops (possibly before this returns, when the client is shut
-    /// down), else the next loop, round robin.
-    public func get(path: String, headers: HTTPHeaders, leaseDeadline: ContinuousClock.Instant, completion: @escaping @Sendable (Result<HTTPClientResponse, HTTPClientError>) -> Void) {
+    public func get(on loop: EventLoop, path: String, headers: HTTPHeaders, leaseDeadline: ContinuousClock.Instant, completion: @escaping @Sendable (Result<HTTPClientResponse, HTTPClientError>) -> Void) {
         let pool: HTTPSConnectionPool
-        if let current = EventLoop.current, let own = pools.first(where: { $0.loop === current }) {
+        if let own = pools.first(where: { $0.loop === loop }) {
             pool = own
         } else {
             let next = group.next()

@@ -114,9 +114,9 @@ public final class GatewayApplication: Service {
         self.upstream = UpstreamPool(service: service, client: client)
         let rpc = JSONRPCServer<RPCCallContext>(
             maxBatchSize: configuration.maxBatch,
-            methods: ["products.fetch": Self.productsFetchMethod(service: service), "rpc.discover": OpenRPCDocument.discoverMethod()],
-            immediateMethods: ["products.fetch": { request, context in service.fetchImmediately(params: request.params, requestID: context.requestID, logger: { context.logger }) }],
-            fastMethods: ["products.fetch": { params, context in service.fetchImmediately(paramsJSON: params, requestID: context.requestID, logger: { context.logger }) }],
+            methods: ["rpc.discover": OpenRPCDocument.discoverMethod()],
+            immediateMethods: Self.productsFetchMethods(service: service).immediate,
+            fastMethods: Self.productsFetchMethods(service: service).fast,
             observer: Self.callObserver(metrics: metrics)
         )
         let readiness = ReadinessState()
@@ -233,11 +233,15 @@ public final class GatewayApplication: Service {
         return quiet
     }
 
-    /// `products.fetch`, bound to the service.
-    private static func productsFetchMethod(service: ProductsFetchService) -> JSONRPCServer<RPCCallContext>.Method {
-        { request, context in
-            await service.fetch(params: request.params, requestID: context.requestID, arrived: context.arrived, logger: context.logger)
-        }
+    /// `products.fetch`, bound to the service: its one form, by callback
+    /// on the request's loop, from the parsed params and from their text.
+    public static func productsFetchMethods(service: ProductsFetchService) -> (
+        immediate: [String: JSONRPCServer<RPCCallContext>.ImmediateMethod], fast: [String: JSONRPCServer<RPCCallContext>.FastMethod]
+    ) {
+        (
+            ["products.fetch": { request, context in service.fetchImmediately(params: request.params, context: context) }],
+            ["products.fetch": { params, context in service.fetchImmediately(paramsJSON: params, context: context) }]
+        )
     }
 
     /// Metrics and the call's log line, for every request the engine saw:

@@ -92,12 +92,13 @@ final class GatewayHTTPHandler: Sendable {
             responder.send(Self.problem(415, "Content-Type must be application/json, got \(contentType.prefix(100))", headers: headers))
             return
         }
-        let context = RPCCallContext(requestID: requestID, logger: logger)
+        let context = RPCCallContext(requestID: requestID, logger: logger, loop: request.loop)
         // A call served from memory (or refused) is answered right here, on
-        // the loop, with no task; one answered by a Redis reply is answered
-        // from that reply's callback, on the same loop; one that waits on
-        // the upstream runs in a task on the same loop. The responder
-        // carries each answer back.
+        // the loop, with no task; one that misses memory is answered from
+        // the callback that completes it (a Redis reply, a fetch's end, its
+        // deadline), on the same loop. Only a batch runs in a task on the
+        // loop: it may wait for its turn. The responder carries each answer
+        // back.
         switch rpc.start(body: request.body, context: context) {
         case .answered(let reply):
             // Handed over, not copied: adding Content-Type then needs no

@@ -40,31 +40,25 @@ public struct OnsideUpstreamSource: ProductSource {
         self.authorization = settings.apiToken.map { "Bearer \($0)" }
     }
 
-    public func fetch(_ request: SourceRequest) async -> Result<SourcePage, ProductsFetchFailure> {
-        await withCheckedContinuation { continuation in
-            fetch(request) { continuation.resume(returning: $0) }
-        }
-    }
-
     /// The fetch with no task: each attempt's answer comes back by the
-    /// client's callback, on the loop that sent it, and the backoff before
-    /// a retry is a timer of that loop.
-    public func fetch(_ request: SourceRequest, completion: @escaping @Sendable (Result<SourcePage, ProductsFetchFailure>) -> Void) {
+    /// client's callback, on `loop`, and the backoff before a retry is a
+    /// timer of `loop`.
+    public func fetch(_ request: SourceRequest, on loop: EventLoop, completion: @escaping @Sendable (Result<SourcePage, ProductsFetchFailure>) -> Void) {
         let path = UpstreamRequestPath.make(basePath: settings.basePath, request: request)
         var headers = HTTPHeaders(reservingCapacity: 4)
         headers.add("Accept", "application/json")
         headers.add("X-Request-Id", request.requestID)
         if let authorization { headers.add("Authorization", authorization) }
         if let language = request.scope.language { headers.add("Accept-Language", language.text) }
-        attempt(0, path: path, headers: headers, request: request, completion: completion)
+        attempt(0, path: path, headers: headers, request: request, on: loop, completion: completion)
     }
 
     /// One attempt. The client bounds it as a whole by `UPSTREAM_TIMEOUT_MS`
     /// with a loop timer that closes its connection and frees its lease at
     /// once; the wait for a lease is bounded by the fetch's deadline.
-    private func attempt(_ attempt: Int, path: String, headers: HTTPHeaders, request: SourceRequest, completion: @escaping @Sendable (Result<SourcePage, ProductsFetchFailure>) -> Void) {
+    private func attempt(_ attempt: Int, path: String, headers: HTTPHeaders, request: SourceRequest, on loop: EventLoop, completion: @escaping @Sendable (Result<SourcePage, ProductsFetchFailure>) -> Void) {
         let started = ContinuousClock.now
-        client.get(path: path, headers: headers, leaseDeadline: request.deadline) { [self] outcome in
+        client.get(on: loop, path: path, headers: headers, leaseDeadline: request.deadline) { [self] outcome in
             switch outcome {
             case .success(let response): metrics.recordUpstream(status: response.status, duration: ContinuousClock.now - started)
             case .failure: metrics.recordUpstream(status: nil, duration: ContinuousClock.now - started)
@@ -87,9 +81,13 @@ public struct OnsideUpstreamSource: ProductSource {
                     "requestId": "\(request.requestID)",
                     "attempt": .stringConvertible(attempt + 1), "reason": "\(failure.reason)", "backoffMs": .stringConvertible(backoff.milliseconds),
                 ])
-                LoopSleep.after(backoff) { [self] in
-                    self.attempt(attempt + 1, path: path, headers: headers, request: request, completion: completion)
+                let retry: @Sendable () -> Void = { [self] in
+                    _ = loop.scheduleTimer(after: backoff) { [self] in
+                        self.attempt(attempt + 1, path: path, headers: headers, request: request, on: loop, completion: completion)
+                    }
                 }
+                // The client answers on `loop` when it is one of its own.
+                if loop.inEventLoop { retry() } else if !loop.execute(retry) { completion(.failure(failure)) }
             }
         }
     }
@@ -159,4 +157,12 @@ enum UpstreamRequestPath {
             false
         }
     }
+}
+
+/// `gateway_upstream_inflight`, fed by the client as exchanges go out and end.
+struct UpstreamInflightGauge: HTTPSClientObserver {
+    let metrics: GatewayMetrics
+
+    func exchangeStarted() { metrics.upstreamStarted() }
+    func exchangeEnded() { metrics.upstreamEnded() }
 }

@@ -142,23 +142,13 @@ extension SourcePage {
 
 /// Where products come from: the Onside upstream over HTTPS, or the
 /// embedded catalog. Both feed the same pipeline (coalescing, caching,
-/// normalisation, errors).
+/// normalisation, errors), by callback on the call's loop, with no task.
 public protocol ProductSource: Sendable {
-    func fetch(_ request: SourceRequest) async -> Result<SourcePage, ProductsFetchFailure>
-
-    /// The same fetch, its outcome handed to `completion` once, from any
-    /// thread. A source that can answer by callback (the upstream over
-    /// HTTPS) does so with no task; the default runs ``fetch(_:)`` in a
-    /// task on the calling thread's loop.
-    func fetch(_ request: SourceRequest, completion: @escaping @Sendable (Result<SourcePage, ProductsFetchFailure>) -> Void)
-}
-
-extension ProductSource {
-    public func fetch(_ request: SourceRequest, completion: @escaping @Sendable (Result<SourcePage, ProductsFetchFailure>) -> Void) {
-        Task(executorPreference: EventLoop.current) {
-            completion(await fetch(request))
-        }
-    }
+    /// Fetches `request` on `loop` (the loop of the call that started the
+    /// fetch, passed explicitly): `completion` gets the outcome once, after
+    /// this returns, on `loop` or (a source answered elsewhere) on any
+    /// thread; the caller hops back to its loop itself.
+    func fetch(_ request: SourceRequest, on loop: EventLoop, completion: @escaping @Sendable (Result<SourcePage, ProductsFetchFailure>) -> Void)
 }
 
 /// Serves a catalog as if it were the upstream.
@@ -169,8 +159,13 @@ public struct CatalogProductSource: ProductSource {
         self.catalog = catalog
     }
 
-    public func fetch(_ request: SourceRequest) async -> Result<SourcePage, ProductsFetchFailure> {
+    /// Answers on `loop`'s next turn: never before `fetch` returns, as a
+    /// source over the network would not.
+    public func fetch(_ request: SourceRequest, on loop: EventLoop, completion: @escaping @Sendable (Result<SourcePage, ProductsFetchFailure>) -> Void) {
         let page = catalog.page(ids: request.identifiers, country: request.scope.country, language: request.scope.language)
-        return .success(SourcePage(page: page, maxAgeSeconds: nil))
+        let outcome: Result<SourcePage, ProductsFetchFailure> = .success(SourcePage(page: page, maxAgeSeconds: nil))
+        if !loop.execute({ completion(outcome) }) {
+            completion(.failure(.cancelled(detail: "the gateway is shutting down")))
+        }
     }
 }

@@ -37,20 +37,20 @@ public final class ProductsFetchService: Sendable {
         }
     }
 
-    private let settings: Settings
+    fileprivate let settings: Settings
     private let source: any ProductSource
-    private let coalescer = Coalescer()
-    private let cache: ResponseCache
-    private let metrics: GatewayMetrics
+    fileprivate let coalescer = Coalescer()
+    fileprivate let cache: ResponseCache
+    fileprivate let metrics: GatewayMetrics
     /// The shared tier (Redis), when `GATEWAY_REDIS_URL` is set.
-    private let sharedTier: SharedTier?
+    fileprivate let sharedTier: SharedTier?
     /// What a call whose deadline passed before it could start a fetch (a
     /// batch's wait for its turn) ends with; worded once, not per call.
-    private let deadlineFailure: ProductsFetchFailure
+    fileprivate let deadlineFailure: ProductsFetchFailure
     /// What a call whose deadline passes while it waits for a fetch ends
     /// with: it says what it was waiting for, so a hung upstream is told
     /// apart from a slow caller.
-    private let waitDeadlineFailure: ProductsFetchFailure
+    fileprivate let waitDeadlineFailure: ProductsFetchFailure
 
     public convenience init(settings: Settings, source: any ProductSource, metrics: GatewayMetrics) {
         self.init(settings: settings, source: source, metrics: metrics, sharedTier: nil)
@@ -67,93 +67,53 @@ public final class ProductsFetchService: Sendable {
         self.waitDeadlineFailure = .cancelled(detail: settings.waitingFor.map { "\(deadline): \($0)" } ?? deadline)
     }
 
-    /// Runs one call. Never throws: every failure is a JSON-RPC error.
-    /// - Parameter arrived: When the call's request arrived: its deadline
-    ///   (`GATEWAY_REQUEST_TIMEOUT_MS`) counts from there, so time a batch
-    ///   spent waiting for its turn is part of it.
-    public func fetch(params: JSONRPCParams?, requestID: String, arrived: ContinuousClock.Instant = .now, logger: @autoclosure () -> Logger) async -> Result<JSONValue, JSONRPCError> {
+    /// Runs one call on `context.loop`, the loop of its request, passed
+    /// explicitly. Refused params or region, or every product fresh in
+    /// memory, answer now; a call that misses memory goes on by callbacks
+    /// on that loop (``ProductsCallDriver``), with no task: the shared
+    /// tier's reply, the fetches' outcomes and the deadline's timer all
+    /// come back to it. Never throws: every failure is a JSON-RPC error.
+    ///
+    /// The call's deadline (`GATEWAY_REQUEST_TIMEOUT_MS`) counts from
+    /// `context.arrived`, so time a batch spent waiting for its turn is
+    /// part of it.
+    /// - Precondition: called on `context.loop`.
+    public func fetchImmediately(params: JSONRPCParams?, context: RPCCallContext) -> JSONRPCImmediateOutcome {
         let parsed: FetchProductsParams
         let region: ResolvedRegion
-        switch validate(params, requestID: requestID) {
-        case .failure(let error): return .failure(error)
-        case .success(let valid): (parsed, region) = valid
-        }
-        var call = begin(parsed, region: region, requestID: requestID, arrived: arrived)
-        var missing = call.missing
-        if !missing.isEmpty, let sharedTier {
-            if let found = await sharedTier.lookup(scope: call.scope, identifiers: missing) {
-                call.preclaim = found.claims
-                missing = absorbShared(found.entries, asked: missing, into: &call)
-            }
-        }
-        return rpcOutcome(await fetchMissing(missing, for: &call), requestID: requestID, logger: logger())
-    }
-
-    /// The call without a task where it can be: refused params or region,
-    /// or every product fresh in memory, answer now; a call that misses
-    /// memory goes on from `later`'s callback: the shared tier's reply
-    /// (on this loop) answers it when it holds the rest, else what is still
-    /// missing is fetched by callbacks on this loop. Params, region and the
-    /// memory lookup run once either way.
-    /// - Parameter logger: Made only when a failure is logged (a logger
-    ///   with the call's metadata costs a dictionary).
-    public func fetchImmediately(params: JSONRPCParams?, requestID: String, logger: @escaping @Sendable () -> Logger) -> JSONRPCImmediateOutcome {
-        let parsed: FetchProductsParams
-        let region: ResolvedRegion
-        switch validate(params, requestID: requestID) {
+        switch validate(params, requestID: context.requestID) {
         case .failure(let error): return .answer(.failure(error))
         case .success(let valid): (parsed, region) = valid
         }
-        return fetchImmediately(parsed, region: region, requestID: requestID, logger: logger)
+        return fetchImmediately(parsed, region: region, context: context)
     }
 
-    /// ``fetchImmediately(params:requestID:logger:)`` for params read from
-    /// the text of the call's params object with no JSON tree
+    /// ``fetchImmediately(params:context:)`` for params read from the text
+    /// of the call's params object with no JSON tree
     /// (``FetchProductsParams/read(json:limits:parserLimits:)``); `nil`,
     /// before anything is done, when those params or their region are not
     /// the usual valid ones: the tree's way then answers, wording the error.
-    public func fetchImmediately(paramsJSON: UnsafeBufferPointer<UInt8>, requestID: String, logger: @escaping @Sendable () -> Logger) -> JSONRPCImmediateOutcome? {
+    public func fetchImmediately(paramsJSON: UnsafeBufferPointer<UInt8>, context: RPCCallContext) -> JSONRPCImmediateOutcome? {
         guard let parsed = FetchProductsParams.read(json: paramsJSON, limits: settings.limits),
               let region = try? settings.regionResolver.resolve(parsed) else { return nil }
-        return fetchImmediately(parsed, region: region, requestID: requestID, logger: logger)
+        return fetchImmediately(parsed, region: region, context: context)
     }
 
-    private func fetchImmediately(_ parsed: FetchProductsParams, region: ResolvedRegion, requestID: String, logger: @escaping @Sendable () -> Logger) -> JSONRPCImmediateOutcome {
-        let call = begin(parsed, region: region, requestID: requestID)
-        let missing = call.missing
-        guard !missing.isEmpty else { return .answer(.success(.encoded(call.result))) }
-        return .later { [self] answer in
-            guard let sharedTier else {
-                fetchRest(missing, for: call, logger: logger, answer: answer)
-                return
+    private func fetchImmediately(_ parsed: FetchProductsParams, region: ResolvedRegion, context: RPCCallContext) -> JSONRPCImmediateOutcome {
+        let loop = context.loop
+        var machine = ProductsCallStateMachine(call: begin(parsed, region: region, requestID: context.requestID, arrived: context.arrived, on: loop))
+        let first = machine.memoryLookedUp(sharedTier: sharedTier != nil, now: .now)
+        switch first {
+        case .answer(let outcome):
+            return .answer(rpcOutcome(outcome, requestID: context.requestID, logger: context.logger))
+        case .deadlinePassed:
+            return .answer(rpcOutcome(.failure(deadlineFailure), requestID: context.requestID, logger: context.logger))
+        default:
+            return .later { [self, machine] answer in
+                ProductsCallDriver(service: self, machine: machine, loop: loop) { [self] outcome in
+                    answer(rpcOutcome(outcome, requestID: context.requestID, logger: context.logger))
+                }.perform(first)
             }
-            sharedTier.lookup(scope: call.scope, identifiers: missing) { [self] found in
-                var call = call
-                call.preclaim = found?.claims
-                let still = found.map { absorbShared($0.entries, asked: missing, into: &call) } ?? missing
-                guard still.isEmpty else {
-                    fetchRest(still, for: call, logger: logger, answer: answer)
-                    return
-                }
-                releaseLeases(of: &call)
-                answer(.success(.encoded(call.result)))
-            }
-        }
-    }
-
-    /// The rest of a deferred call: on the calling thread's loop by
-    /// callbacks, with no task (``fetchMissing(_:for:on:completion:)``), or,
-    /// off the loops, in a task.
-    private func fetchRest(_ missing: [String], for call: CallInProgress, logger: @escaping @Sendable () -> Logger, answer: @escaping @Sendable (Result<JSONValue, JSONRPCError>) -> Void) {
-        if let loop = EventLoop.current {
-            fetchMissing(missing, for: call, on: loop) { [self] outcome in
-                answer(rpcOutcome(outcome, requestID: call.requestID, logger: logger()))
-            }
-            return
-        }
-        Task { [self] in
-            var call = call
-            answer(rpcOutcome(await fetchMissing(missing, for: &call), requestID: call.requestID, logger: logger()))
         }
     }
 
@@ -195,14 +155,14 @@ public final class ProductsFetchService: Sendable {
     /// A valid call after its memory lookup: fresh entries answer, and
     /// `stale-while-revalidate` ones answer and are refreshed in the
     /// background.
-    private func begin(_ params: FetchProductsParams, region: ResolvedRegion, requestID: String, arrived: ContinuousClock.Instant? = nil) -> CallInProgress {
+    private func begin(_ params: FetchProductsParams, region: ResolvedRegion, requestID: String, arrived: ContinuousClock.Instant, on loop: EventLoop) -> CallInProgress {
         let started = ContinuousClock.now
         var call = CallInProgress(
             identifiers: params.productIdentifiers,
             scope: FetchScope(appID: settings.appID, country: region.countryCode, language: params.language),
             region: region,
             requestID: requestID,
-            deadline: (arrived ?? started) + settings.requestTimeout
+            deadline: arrived + settings.requestTimeout
         )
         var stale: [String] = []
         let hits = cache.lookup(scope: call.scope, identifiers: call.identifiers, now: started, into: &call.answers, revalidating: &stale)
@@ -210,113 +170,17 @@ public final class ProductsFetchService: Sendable {
         if !stale.isEmpty {
             metrics.recordStaleIdentifiers(stale.count)
             var none: SharedPreclaim?
-            revalidate(stale, scope: call.scope, requestID: requestID, deadline: call.deadline, preclaim: &none)
+            revalidate(stale, scope: call.scope, requestID: requestID, deadline: call.deadline, preclaim: &none, on: loop)
         }
         return call
-    }
-
-    /// Claims `missing` (joining fetches already running), waits for each
-    /// fetch until the call's deadline, and gives the call's `result`.
-    private func fetchMissing(_ missing: [String], for call: inout CallInProgress) async -> Result<EncodedJSON, ProductsFetchFailure> {
-        guard !missing.isEmpty else {
-            releaseLeases(of: &call)
-            return .success(call.result)
-        }
-        // A batch that waited for its turn past the deadline starts no fetch.
-        guard ContinuousClock.now < call.deadline else {
-            releaseLeases(of: &call)
-            return .failure(deadlineFailure)
-        }
-        let claim = coalescer.claim(scope: call.scope, identifiers: missing, chunkSize: settings.upstreamMaxIDs)
-        metrics.recordCoalesced(claim.joinedIdentifierCount)
-        startFetches(claim.started, for: &call)
-        var failures: [ProductsFetchFailure] = []
-        for fetch in claim.fetches {
-            let outcome = await fetch.outcome(until: call.deadline, onDeadline: waitDeadlineFailure)
-            if let failure = take(outcome, of: fetch, into: &call) { failures.append(failure) }
-        }
-        if let failure = ProductsFetchFailure.mostSevere(failures) { return .failure(failure) }
-        return .success(call.result)
-    }
-
-    /// ``fetchMissing(_:for:)`` by callback on `loop`, with no task: the
-    /// same claim, the same waits one fetch after another (each until the
-    /// call's deadline), the same merge; `completion` runs once, on `loop`.
-    private func fetchMissing(_ missing: [String], for call: CallInProgress, on loop: EventLoop, completion: @escaping @Sendable (Result<EncodedJSON, ProductsFetchFailure>) -> Void) {
-        var call = call
-        guard !missing.isEmpty else {
-            releaseLeases(of: &call)
-            return completion(.success(call.result))
-        }
-        let claim = coalescer.claim(scope: call.scope, identifiers: missing, chunkSize: settings.upstreamMaxIDs)
-        metrics.recordCoalesced(claim.joinedIdentifierCount)
-        startFetches(claim.started, for: &call)
-        wait(for: claim.fetches[...], call: call, failures: [], on: loop, completion: completion)
-    }
-
-    /// Waits for the first of `fetches`, takes its outcome into the call,
-    /// then goes on with the rest; the call's result (or its most severe
-    /// failure) when none is left.
-    private func wait(
-        for fetches: ArraySlice<SharedFetch>, call: CallInProgress, failures: [ProductsFetchFailure], on loop: EventLoop,
-        completion: @escaping @Sendable (Result<EncodedJSON, ProductsFetchFailure>) -> Void
-    ) {
-        var call = call
-        var failures = failures
-        var rest = fetches
-        // Fetches that have already ended are taken here, in a loop: a call
-        // joining thousands of them neither recurses once per fetch on the
-        // loop's stack nor copies its answers per fetch.
-        while let fetch = rest.first, let outcome = fetch.settledOutcome {
-            if let failure = take(outcome, of: fetch, into: &call) { failures.append(failure) }
-            rest = rest.dropFirst()
-        }
-        guard let fetch = rest.first else {
-            if let failure = ProductsFetchFailure.mostSevere(failures) { return completion(.failure(failure)) }
-            return completion(.success(call.result))
-        }
-        fetch.whenDone(on: loop, until: call.deadline, onDeadline: waitDeadlineFailure) { [self, call, failures, rest] outcome in
-            var call = call
-            var failures = failures
-            if let failure = take(outcome, of: fetch, into: &call) { failures.append(failure) }
-            wait(for: rest.dropFirst(), call: call, failures: failures, on: loop, completion: completion)
-        }
-    }
-
-    /// One fetch's outcome taken into the call: its products fill the slots
-    /// still open (a cached answer or an earlier page keeps its place, as
-    /// the first answer wins); a failure that `stale-if-error` entries
-    /// cannot cover is returned.
-    private func take(_ outcome: SharedFetch.Outcome, of fetch: SharedFetch, into call: inout CallInProgress) -> ProductsFetchFailure? {
-        let identifiers = call.identifiers
-        switch outcome {
-        case .success(let page):
-            for index in identifiers.indices where call.answers[index] == nil {
-                if let product = page.encodedProducts[identifiers[index]] {
-                    call.answers[index] = .product(product)
-                }
-            }
-            return nil
-        case .failure(let failure):
-            if failure.allowsStaleAnswer {
-                // `stale-if-error`: entries still within it answer for this
-                // fetch's identifiers, if all of them can.
-                let fallback = cache.fillStaleIfError(
-                    scope: call.scope, identifiers: identifiers, failedIdentifiers: fetch.identifiers, now: .now, into: &call.answers
-                )
-                metrics.recordStaleIdentifiers(fallback.filled)
-                if fallback.complete { return nil }
-            }
-            return failure
-        }
     }
 
     /// The shared tier's answer to one `MGET` of `asked` (the call's memory
     /// misses), taken into the call. Every entry found is kept in memory
     /// for the rest of its time; fresh ones answer now
     /// (`gateway_shared_cache_hits_total`), stale ones as the memory
-    /// cache's stale rules allow. Returns what is still missing.
-    private func absorbShared(_ found: [SharedCacheEntry?], asked: [String], into call: inout CallInProgress) -> [String] {
+    /// cache's stale rules allow.
+    fileprivate func absorbShared(_ found: [SharedCacheEntry?], asked: [String], into call: inout CallInProgress, on loop: EventLoop) {
         let nowUnixMS = SharedTier.unixMilliseconds()
         var kept: [(identifier: String, entry: SharedCacheEntry, freshFor: Duration)] = []
         var fresh: [String: ProductAnswer] = [:]
@@ -327,7 +191,7 @@ public final class ProductsFetchService: Sendable {
             kept.append((asked[index], entry, freshFor))
             if freshFor > .zero { fresh[asked[index]] = entry.answer } else { anyStale = true }
         }
-        guard !kept.isEmpty else { return asked }
+        guard !kept.isEmpty else { return }
         let identifiers = call.identifiers
         cache.store(shared: kept, scope: call.scope, now: .now)
         if !fresh.isEmpty {
@@ -343,28 +207,27 @@ public final class ProductsFetchService: Sendable {
             _ = cache.lookup(scope: call.scope, identifiers: identifiers, now: .now, into: &call.answers, revalidating: &revalidating)
             if !revalidating.isEmpty {
                 metrics.recordStaleIdentifiers(revalidating.count)
-                revalidate(revalidating, scope: call.scope, requestID: call.requestID, deadline: call.deadline, preclaim: &call.preclaim)
+                revalidate(revalidating, scope: call.scope, requestID: call.requestID, deadline: call.deadline, preclaim: &call.preclaim, on: loop)
             }
         }
-        return call.missing
     }
 
     /// `stale-while-revalidate`: one background fetch per identifier
     /// answered stale, coalesced like any fetch (an identifier already being
     /// fetched is not asked again). Nobody waits for it; its success
     /// refreshes the cache, its failure is forgotten.
-    private func revalidate(_ identifiers: [String], scope: FetchScope, requestID: String, deadline: ContinuousClock.Instant, preclaim: inout SharedPreclaim?) {
+    private func revalidate(_ identifiers: [String], scope: FetchScope, requestID: String, deadline: ContinuousClock.Instant, preclaim: inout SharedPreclaim?, on loop: EventLoop) {
         let claim = coalescer.claim(scope: scope, identifiers: identifiers, chunkSize: settings.upstreamMaxIDs)
-        for fetch in claim.started { start(fetch, requestID: requestID, deadline: deadline, preclaim: adopt(fetch, from: &preclaim)) }
+        for fetch in claim.started { start(fetch, requestID: requestID, deadline: deadline, preclaim: adopt(fetch, from: &preclaim), on: loop) }
     }
 
     /// Starts a call's new fetches, each with the leases the call's lookup
     /// took for its identifiers; leases no fetch adopted are released.
-    private func startFetches(_ started: [SharedFetch], for call: inout CallInProgress) {
+    fileprivate func startFetches(_ started: [SharedFetch], for call: inout CallInProgress, on loop: EventLoop) {
         for fetch in started {
-            start(fetch, requestID: call.requestID, deadline: call.deadline, preclaim: adopt(fetch, from: &call.preclaim))
+            start(fetch, requestID: call.requestID, deadline: call.deadline, preclaim: adopt(fetch, from: &call.preclaim), on: loop)
         }
-        releaseLeases(of: &call)
+        releaseLeases(of: &call, on: loop)
     }
 
     /// The leases of `fetch`'s identifiers, taken out of `preclaim`.
@@ -378,25 +241,24 @@ public final class ProductsFetchService: Sendable {
     /// Gives back the leases of the call's lookup that no fetch adopted (an
     /// identifier answered from an entry after all, or joined to a fetch
     /// already running).
-    private func releaseLeases(of call: inout CallInProgress) {
+    fileprivate func releaseLeases(of call: inout CallInProgress, on loop: EventLoop) {
         guard let preclaim = call.preclaim else { return }
         call.preclaim = nil
-        sharedTier?.release(preclaim)
+        sharedTier?.release(preclaim, on: loop)
     }
 
     /// Starts a shared fetch, owned by no caller, so a caller leaving never
     /// cancels it for the others; the coalescer owns it, from the claim
-    /// until `finish`. The source runs it on the calling thread's event
-    /// loop when there is one (the upstream by callback, with no task;
-    /// other sources in a task on that loop), so the fetch, its upstream
-    /// exchange and its timers stay on the loop of the call that started it.
-    private func start(_ fetch: SharedFetch, requestID: String, deadline: ContinuousClock.Instant, preclaim: SharedPreclaim? = nil) {
+    /// until `finish`. The source runs it on `loop`, the loop of the call
+    /// that started it, by callback: the fetch, its upstream exchange and
+    /// its timers stay there.
+    private func start(_ fetch: SharedFetch, requestID: String, deadline: ContinuousClock.Instant, preclaim: SharedPreclaim?, on loop: EventLoop) {
         var request = SourceRequest(scope: fetch.scope, identifiers: fetch.identifiers, requestID: requestID, deadline: deadline)
         request.preclaim = preclaim
         let source = self.source
         let cache = self.cache
         let coalescer = self.coalescer
-        source.fetch(request) { answered in
+        source.fetch(request, on: loop) { answered in
             // Only what this fetch asked for, byte for byte, reaches the
             // cache and the calls waiting on it.
             let outcome = answered.map { $0.restricted(to: fetch.identifiers) }
@@ -425,48 +287,73 @@ public final class ProductsFetchService: Sendable {
     }
 }
 
-/// One `products.fetch` call between its steps (memory, shared tier,
-/// upstream): what it asked for and the answers found so far. A value:
-/// each step works on its own copy, on the call's loop.
-private struct CallInProgress: Sendable {
-    let identifiers: [String]
-    let scope: FetchScope
-    let region: ResolvedRegion
-    let requestID: String
-    let deadline: ContinuousClock.Instant
-    /// One slot per requested identifier, in request order: a product's
-    /// bytes, `.unknown`, or nil while nothing answered it yet.
-    var answers: [ProductAnswer?]
-    /// The leases the shared tier's lookup took for the call, until the
-    /// fetches it starts adopt them.
-    var preclaim: SharedPreclaim?
+/// Runs one call's ``ProductsCallStateMachine`` on the call's loop, doing
+/// what each action says: the shared tier's lookup, the coalescer's claim,
+/// the waits, `stale-if-error`. Every callback it waits for (the Redis
+/// reply, a fetch's end, the deadline's timer) comes back to `loop`, so the
+/// machine needs no lock. A fetch that has already ended is taken in a
+/// loop, not by recursion: a call joining thousands of ended fetches
+/// neither grows the loop's stack nor copies its answers per fetch.
+private final class ProductsCallDriver: @unchecked Sendable {
+    // @unchecked: `machine` is touched on `loop` only.
+    private let service: ProductsFetchService
+    private let loop: EventLoop
+    private var machine: ProductsCallStateMachine
+    private let answer: @Sendable (Result<EncodedJSON, ProductsFetchFailure>) -> Void
 
-    init(identifiers: [String], scope: FetchScope, region: ResolvedRegion, requestID: String, deadline: ContinuousClock.Instant) {
-        self.identifiers = identifiers
-        self.scope = scope
-        self.region = region
-        self.requestID = requestID
-        self.deadline = deadline
-        self.answers = [ProductAnswer?](repeating: nil, count: identifiers.count)
+    init(service: ProductsFetchService, machine: ProductsCallStateMachine, loop: EventLoop, answer: @escaping @Sendable (Result<EncodedJSON, ProductsFetchFailure>) -> Void) {
+        self.service = service
+        self.machine = machine
+        self.loop = loop
+        self.answer = answer
     }
 
-    /// The identifiers nothing answered yet, in request order.
-    var missing: [String] {
-        // Usually all of them or none: an empty answer costs nothing, a full
-        // one is a copy of the list, and a partial one reserves once.
-        var open = 0
-        for answer in answers where answer == nil { open += 1 }
-        if open == 0 { return [] }
-        if open == identifiers.count { return identifiers }
-        var missing: [String] = []
-        missing.reserveCapacity(open)
-        for index in identifiers.indices where answers[index] == nil { missing.append(identifiers[index]) }
-        return missing
-    }
-
-    /// The call's `result`: every identifier no page and no entry has a
-    /// product for is invalid.
-    var result: EncodedJSON {
-        ProductsResult.encoded(requested: identifiers, answers: answers, region: region)
+    /// Performs `first` and the actions that follow it until one waits.
+    func perform(_ first: ProductsCallStateMachine.Action) {
+        loop.preconditionInEventLoop()
+        var action = first
+        while true {
+            switch action {
+            case .lookUpSharedTier(let missing):
+                guard let tier = service.sharedTier else {
+                    action = machine.sharedTierAnswered(now: .now)
+                    continue
+                }
+                tier.lookup(scope: machine.call.scope, identifiers: missing, on: loop) { [self] found in
+                    machine.call.preclaim = found?.claims
+                    if let found { service.absorbShared(found.entries, asked: missing, into: &machine.call, on: loop) }
+                    perform(machine.sharedTierAnswered(now: .now))
+                }
+                return
+            case .fetch(let missing):
+                let claim = service.coalescer.claim(scope: machine.call.scope, identifiers: missing, chunkSize: service.settings.upstreamMaxIDs)
+                service.metrics.recordCoalesced(claim.joinedIdentifierCount)
+                service.startFetches(claim.started, for: &machine.call, on: loop)
+                action = machine.fetchesClaimed(claim.fetches)
+            case .waitFor(let fetch):
+                if let outcome = fetch.settledOutcome {
+                    action = machine.fetchEnded(outcome)
+                    continue
+                }
+                fetch.whenDone(on: loop, until: machine.call.deadline, onDeadline: service.waitDeadlineFailure) { [self] outcome in
+                    perform(machine.fetchEnded(outcome))
+                }
+                return
+            case .coverWithStale(let fetch):
+                let fallback = service.cache.fillStaleIfError(
+                    scope: machine.call.scope, identifiers: machine.call.identifiers, failedIdentifiers: fetch.identifiers, now: .now, into: &machine.call.answers
+                )
+                service.metrics.recordStaleIdentifiers(fallback.filled)
+                action = machine.staleCovered(complete: fallback.complete)
+            case .deadlinePassed:
+                service.releaseLeases(of: &machine.call, on: loop)
+                answer(.failure(service.deadlineFailure))
+                return
+            case .answer(let outcome):
+                service.releaseLeases(of: &machine.call, on: loop)
+                answer(outcome)
+                return
+            }
+        }
     }
 }

@@ -1,3 +1,4 @@
+import EventTransport
 import Logging
 
 /// What every JSON-RPC call of one HTTP request shares.
@@ -7,6 +8,10 @@ public struct RPCCallContext: Sendable {
     /// When the HTTP request was handed to the engine: its calls' deadlines
     /// count from here (a batch may wait for its turn first).
     public let arrived: ContinuousClock.Instant
+    /// The loop of the HTTP request: every call of it runs there, its
+    /// callbacks and timers come back there, and its answer is written
+    /// from there.
+    public let loop: EventLoop
     private let baseLogger: Logger
 
     /// A logger with `requestId` metadata; made when asked for, since most
@@ -23,7 +28,8 @@ public struct RPCCallContext: Sendable {
 
     /// A context for the calls of one HTTP request; public so that a
     /// benchmark or a test can drive the engine in process.
-    public init(requestID: String, logger: Logger, arrived: ContinuousClock.Instant = .now) {
+    public init(requestID: String, logger: Logger, loop: EventLoop, arrived: ContinuousClock.Instant = .now) {
+        self.loop = loop
         self.requestID = requestID
         self.arrived = arrived
         self.baseLogger = logger

@@ -93,7 +93,7 @@ final class SharedClaimDriver: @unchecked Sendable {
             case .fetch(let identifiers, let claimed):
                 if claimed { armRenewal() }
                 let part = SourceRequest(scope: request.scope, identifiers: identifiers, requestID: request.requestID, deadline: request.deadline)
-                source.fetch(part) { [self] outcome in
+                source.fetch(part, on: loop) { [self] outcome in
                     onLoop { [self] in
                         if !claimed, case .success(let page) = outcome {
                             tier.store(page, scope: request.scope, identifiers: identifiers, on: connection)
@@ -186,26 +186,24 @@ struct SharedTierSource: ProductSource {
     let base: any ProductSource
     let tier: SharedTier
 
-    func fetch(_ request: SourceRequest) async -> Result<SourcePage, ProductsFetchFailure> {
-        await withCheckedContinuation { continuation in
-            fetch(request) { continuation.resume(returning: $0) }
-        }
-    }
-
-    /// By callback, with no task: on a loop with the tier ready, a driver
-    /// on that loop; elsewhere the base source alone.
-    func fetch(_ request: SourceRequest, completion: @escaping @Sendable (Result<SourcePage, ProductsFetchFailure>) -> Void) {
-        if let loop = EventLoop.current, let connection = tier.coalescingConnection() {
+    /// By callback, with no task: with the tier ready on `loop`, a driver
+    /// on that loop; otherwise the base source alone.
+    func fetch(_ request: SourceRequest, on loop: EventLoop, completion: @escaping @Sendable (Result<SourcePage, ProductsFetchFailure>) -> Void) {
+        if let connection = tier.coalescingConnection(on: loop) {
             SharedClaimDriver(loop: loop, tier: tier, connection: connection, source: base, request: request).run(completion: completion)
             return
         }
         let tier = self.tier
-        if let preclaim = request.preclaim { tier.release(preclaim) }
-        base.fetch(request) { outcome in
-            if case .success(let page) = outcome {
-                tier.store(page, scope: request.scope, identifiers: request.identifiers)
+        if let preclaim = request.preclaim { tier.release(preclaim, on: loop) }
+        base.fetch(request, on: loop) { outcome in
+            let stored: @Sendable () -> Void = {
+                if case .success(let page) = outcome {
+                    tier.store(page, scope: request.scope, identifiers: request.identifiers, on: loop)
+                }
+                completion(outcome)
             }
-            completion(outcome)
+            // The store goes out on `loop`'s own connection.
+            if loop.inEventLoop { stored() } else if !loop.execute(stored) { completion(outcome) }
         }
     }
 }

@@ -2,29 +2,11 @@ import EventTransport
 import ProductsDomain
 import Synchronization
 
-/// One upstream call that any number of callers wait for. Callers leave
-/// when their own deadline passes; the fetch itself goes on for the others.
+/// One upstream call that any number of callers wait for, each by
+/// callback on its own loop. Callers leave when their own deadline passes;
+/// the fetch itself goes on for the others.
 final class SharedFetch: Sendable {
     typealias Outcome = Result<SourcePage, ProductsFetchFailure>
-
-    private enum Waiter {
-        /// A task suspended in ``outcome(until:onDeadline:)``. `timer` is
-        /// the deadline's task, off the loops only; on a loop the deadline
-        /// is a loop timer that the waiter itself cancels.
-        case task(CheckedContinuation<Outcome, Never>, timer: Task<Void, Never>?)
-        /// A callback of ``whenDone(on:until:onDeadline:_:)``.
-        case callback(LoopWaiter)
-
-        func resume(with outcome: Outcome) {
-            switch self {
-            case .task(let continuation, let timer):
-                timer?.cancel()
-                continuation.resume(returning: outcome)
-            case .callback(let waiter):
-                waiter.deliver(outcome)
-            }
-        }
-    }
 
     /// A waiter by callback, confined to its loop with its deadline's
     /// timer: the outcome is delivered there, whichever thread finishes
@@ -58,7 +40,7 @@ final class SharedFetch: Sendable {
     let identifiers: [String]
     /// The coalescer's keys of `identifiers`, hashed once at the claim.
     let keys: [ScopedIdentifier]
-    private let state = Mutex(FetchPromiseStateMachine<Outcome, Waiter>())
+    private let state = Mutex(FetchPromiseStateMachine<Outcome, LoopWaiter>())
     private let nextWaiterID = Atomic<Int>(0)
 
     init(scope: FetchScope, identifiers: [String]) {
@@ -75,60 +57,8 @@ final class SharedFetch: Sendable {
         self.keys = keys
     }
 
-    /// Waits for the outcome, or until `deadline`, whichever comes first.
-    func outcome(until deadline: ContinuousClock.Instant, onDeadline failure: ProductsFetchFailure) async -> Outcome {
-        let id = nextWaiterID.add(1, ordering: .relaxed).oldValue
-        if let loop = EventLoop.current {
-            return await outcome(on: loop, waiter: id, until: deadline, onDeadline: failure)
-        }
-        return await withCheckedContinuation { continuation in
-            let timer = Task { [self] in
-                try? await Task.sleep(until: deadline, clock: .continuous)
-                guard !Task.isCancelled else { return }
-                if let waiter = state.withLock({ $0.removeWaiter(id) }) {
-                    waiter.resume(with: .failure(failure))
-                }
-            }
-            let action = state.withLock { $0.addWaiter(id, .task(continuation, timer: timer)) }
-            switch action {
-            case .resume(let outcome):
-                timer.cancel()
-                continuation.resume(returning: outcome)
-            case .suspend:
-                // The timer may have fired before the waiter was registered
-                // (a deadline already past); then nobody else would resume it.
-                if ContinuousClock.now >= deadline, let waiter = state.withLock({ $0.removeWaiter(id) }) {
-                    waiter.resume(with: .failure(failure))
-                }
-            }
-        }
-    }
-
-    /// The wait of a task that runs on `loop`: its deadline is a timer of
-    /// that loop, armed and cancelled there, with no task and no thread of
-    /// its own. Whoever finishes the fetch (any loop) resumes the
-    /// continuation, and the task comes back to `loop`.
-    private func outcome(on loop: EventLoop, waiter id: Int, until deadline: ContinuousClock.Instant, onDeadline failure: ProductsFetchFailure) async -> Outcome {
-        var timer: LoopTimer?
-        let outcome = await withCheckedContinuation { continuation in
-            switch state.withLock({ $0.addWaiter(id, .task(continuation, timer: nil)) }) {
-            case .resume(let outcome):
-                continuation.resume(returning: outcome)
-            case .suspend:
-                // A deadline already past fires on the loop's next turn.
-                timer = loop.scheduleTimer(at: deadline) { [self] in
-                    if let waiter = state.withLock({ $0.removeWaiter(id) }) {
-                        waiter.resume(with: .failure(failure))
-                    }
-                }
-            }
-        }
-        timer?.cancel()
-        return outcome
-    }
-
-    /// ``outcome(until:onDeadline:)`` by callback, for a caller on `loop`
-    /// with no task: `callback` runs once, on `loop`, with the outcome or,
+    /// Waits for the outcome on `loop`, with no task: `callback` runs once,
+    /// on `loop`, with the outcome or,
     /// at `deadline`, with `failure`; at once (before this returns) when
     /// the fetch has already ended.
     ///
@@ -137,7 +67,7 @@ final class SharedFetch: Sendable {
         loop.preconditionInEventLoop()
         let id = nextWaiterID.add(1, ordering: .relaxed).oldValue
         let waiter = LoopWaiter(loop: loop, callback: callback)
-        switch state.withLock({ $0.addWaiter(id, .callback(waiter)) }) {
+        switch state.withLock({ $0.addWaiter(id, waiter) }) {
         case .resume(let outcome):
             callback(outcome)
         case .suspend:
@@ -146,7 +76,7 @@ final class SharedFetch: Sendable {
             // returns. A deadline already past fires on the loop's next turn.
             waiter.timer = loop.scheduleTimer(at: deadline) { [self] in
                 if let waiter = state.withLock({ $0.removeWaiter(id) }) {
-                    waiter.resume(with: .failure(failure))
+                    waiter.deliver(.failure(failure))
                 }
             }
         }
@@ -162,7 +92,7 @@ final class SharedFetch: Sendable {
     func finish(_ outcome: Outcome) {
         let waiters = state.withLock { $0.finish(outcome) }
         for waiter in waiters {
-            waiter.resume(with: outcome)
+            waiter.deliver(outcome)
         }
     }
 
@@ -171,7 +101,7 @@ final class SharedFetch: Sendable {
     func releaseWaiters(with failure: ProductsFetchFailure) {
         let waiters = state.withLock { $0.release(with: .failure(failure)) }
         for waiter in waiters {
-            waiter.resume(with: .failure(failure))
+            waiter.deliver(.failure(failure))
         }
     }
 }

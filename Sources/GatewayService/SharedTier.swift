@@ -113,10 +113,10 @@ final class SharedTier: Sendable {
         "\(replicaToken)-\(nextClaim.add(1, ordering: .relaxed).oldValue)"
     }
 
-    /// The calling loop's connection, ready, and the subscriber ready:
-    /// only then does a fetch coalesce across replicas.
-    func coalescingConnection() -> RedisConnection? {
-        guard subscriber != nil, subscriberReady.isSet, let loop = EventLoop.current,
+    /// `loop`'s connection, ready, and the subscriber ready: only then
+    /// does a fetch coalesce across replicas.
+    func coalescingConnection(on loop: EventLoop) -> RedisConnection? {
+        guard subscriber != nil, subscriberReady.isSet,
               let connection = connections[ObjectIdentifier(loop)], connection.isReady else { return nil }
         return connection
     }
@@ -136,11 +136,11 @@ final class SharedTier: Sendable {
         done.wait()
     }
 
-    /// The calling loop's connection when it is ready to take a command;
-    /// nil off the loops (nothing to count) or while it is not ready
+    /// `loop`'s connection when it is ready to take a command; nil for a
+    /// loop that has none (nothing to count) or while it is not ready
     /// (counted as an error: the command was not sent).
-    private func readyConnection() -> RedisConnection? {
-        guard let loop = EventLoop.current, let connection = connections[ObjectIdentifier(loop)] else { return nil }
+    private func readyConnection(on loop: EventLoop) -> RedisConnection? {
+        guard let connection = connections[ObjectIdentifier(loop)] else { return nil }
         guard connection.isReady else {
             metrics.recordSharedErrors(1)
             return nil
@@ -156,13 +156,6 @@ final class SharedTier: Sendable {
         var claims: SharedPreclaim?
     }
 
-    /// ``lookup(scope:identifiers:completion:)`` for a caller in a task.
-    func lookup(scope: FetchScope, identifiers: [String]) async -> Lookup? {
-        await withCheckedContinuation { continuation in
-            lookup(scope: scope, identifiers: identifiers) { continuation.resume(returning: $0) }
-        }
-    }
-
     /// The entries of `identifiers` and, when fetches coalesce across
     /// replicas, a lease on each that has no fresh entry, in one round trip
     /// (``lookupScript``): a miss costs one Redis round trip before the
@@ -170,13 +163,13 @@ final class SharedTier: Sendable {
     /// answered (or at once, with nil, when it cannot be asked). The leases
     /// belong to the fetches the caller starts (``SharedPreclaim``); those it
     /// does not start must be released (``release(_:)``).
-    func lookup(scope: FetchScope, identifiers: [String], completion: @escaping @Sendable (Lookup?) -> Void) {
+    func lookup(scope: FetchScope, identifiers: [String], on loop: EventLoop, completion: @escaping @Sendable (Lookup?) -> Void) {
         // `GATEWAY_CACHE_MAX_TTL_S=0`: nothing is reused, from memory or Redis.
-        guard maxTTLSeconds > 0, let connection = readyConnection() else {
+        guard maxTTLSeconds > 0, let connection = readyConnection(on: loop) else {
             completion(nil)
             return
         }
-        guard coalescingConnection() != nil else {
+        guard coalescingConnection(on: loop) != nil else {
             var arguments: [[UInt8]] = [Array("MGET".utf8)]
             arguments.reserveCapacity(identifiers.count + 1)
             for identifier in identifiers { arguments.append(keys.entry(scope, identifier)) }
@@ -265,8 +258,8 @@ final class SharedTier: Sendable {
         """)
 
     /// Gives back leases a lookup took that no fetch adopted.
-    func release(_ claims: SharedPreclaim) {
-        guard !claims.won.isEmpty, let loop = EventLoop.current, let connection = connections[ObjectIdentifier(loop)], connection.isReady else { return }
+    func release(_ claims: SharedPreclaim, on loop: EventLoop) {
+        guard !claims.won.isEmpty, let connection = connections[ObjectIdentifier(loop)], connection.isReady else { return }
         release(Array(claims.won), scope: claims.scope, token: claims.token, on: connection)
     }
 
@@ -309,9 +302,9 @@ final class SharedTier: Sendable {
     /// Stores what an upstream success may keep, for as long as it may
     /// answer (fresh, then its stale windows): one `SET key value PX ms`
     /// per identifier, pipelined, not waited for.
-    func store(_ page: SourcePage, scope: FetchScope, identifiers: [String]) {
+    func store(_ page: SourcePage, scope: FetchScope, identifiers: [String], on loop: EventLoop) {
         guard let maxAge = page.maxAgeSeconds, maxAge > 0, maxTTLSeconds > 0 else { return }
-        guard let connection = readyConnection() else { return }
+        guard let connection = readyConnection(on: loop) else { return }
         store(page, scope: scope, identifiers: identifiers, on: connection)
     }
 

@@ -1,3 +1,5 @@
+import Synchronization
+
 /// Dispatches JSON-RPC 2.0 bodies to named methods.
 ///
 /// `Context` is whatever the transport passes per HTTP request (request id,
@@ -195,7 +197,7 @@ public struct JSONRPCServer<Context: Sendable>: Sendable {
         }
         let outcome: Result<JSONValue, JSONRPCError>
         let started = ContinuousClock.now
-        if methods[request.method] == nil {
+        if !hasMethod(request.method) {
             outcome = .failure(.methodNotFound(request.method))
         } else if let immediate = immediateMethods[request.method], let answer = immediate(request, context) {
             switch answer {
@@ -243,7 +245,7 @@ public struct JSONRPCServer<Context: Sendable>: Sendable {
     private func startFast(body: [UInt8], context: Context) -> Start? {
         body.withUnsafeBufferPointer { input -> Start? in
             guard let envelope = JSONRPCEnvelope.scan(input, limits: limits),
-                  let fast = fastMethods[envelope.method], methods[envelope.method] != nil else { return nil }
+                  let fast = fastMethods[envelope.method], hasMethod(envelope.method) else { return nil }
             let started = ContinuousClock.now
             guard let answer = fast(UnsafeBufferPointer(rebasing: input[envelope.params]), context) else { return nil }
             let request = JSONRPCRequest(id: envelope.id, method: envelope.method)
@@ -347,15 +349,36 @@ public struct JSONRPCServer<Context: Sendable>: Sendable {
 
     // MARK: - Internals
 
-    /// Runs a valid request; `nil` for a notification.
+    /// Whether `name` is a method of this server, in either form.
+    private func hasMethod(_ name: String) -> Bool {
+        methods[name] != nil || immediateMethods[name] != nil
+    }
+
+    /// Runs a valid request; `nil` for a notification. A method with an
+    /// immediate form runs as that (its `later` answer awaited here, the
+    /// one continuation between callbacks and a task); others as their
+    /// ``Method``.
     private func call(_ request: JSONRPCRequest, context: Context) async -> JSONRPCResponse? {
-        let outcome: Result<JSONValue, JSONRPCError>
         let started = ContinuousClock.now
-        if let method = methods[request.method] {
-            outcome = await method(request, context)
-        } else {
-            outcome = .failure(.methodNotFound(request.method))
+        let outcome: Result<JSONValue, JSONRPCError>
+        switch immediateMethods[request.method]?(request, context) {
+        case .answer(let now)?:
+            outcome = now
+        case .later(let answerLater)?:
+            outcome = await withCheckedContinuation { continuation in answerLater { continuation.resume(returning: $0) } }
+        case nil:
+            if let method = methods[request.method] {
+                outcome = await method(request, context)
+            } else {
+                outcome = .failure(.methodNotFound(request.method))
+            }
         }
+        return finished(request, outcome, started: started, context: context)
+    }
+
+    /// Observes a call's outcome and makes its response (nil for a
+    /// notification).
+    private func finished(_ request: JSONRPCRequest, _ outcome: Result<JSONValue, JSONRPCError>, started: ContinuousClock.Instant, context: Context) -> JSONRPCResponse? {
         observe(method: request.method, outcome: outcome, duration: ContinuousClock.now - started, isNotification: request.isNotification, context: context)
         guard let id = request.id else { return nil }
         return JSONRPCResponse(id: id, outcome: outcome)
@@ -363,25 +386,42 @@ public struct JSONRPCServer<Context: Sendable>: Sendable {
 
     /// Answers a batch: invalid elements at once, valid ones concurrently,
     /// everything back in batch order without the notifications.
+    ///
+    /// Elements whose method has an immediate form run by callback, all
+    /// started at once, with no task each; the batch waits for their
+    /// answers in one continuation. Other methods run in a task group.
     private func respond(toBatch elements: [JSONValue], context: Context) async -> [JSONRPCResponse] {
-        var slots = [JSONRPCResponse?](repeating: nil, count: elements.count)
-        await withTaskGroup(of: (Int, JSONRPCResponse?).self) { group in
-            for (index, element) in elements.enumerated() {
-                switch Self.decode(element) {
-                case .failure(let failed):
-                    observe(method: nil, outcome: .failure(failed.error), duration: .zero, isNotification: false, context: context)
-                    slots[index] = JSONRPCResponse(id: failed.id ?? .null, outcome: .failure(failed.error))
-                case .success(let request):
-                    group.addTask {
-                        (index, await call(request, context: context))
+        let answers = BatchAnswers(count: elements.count)
+        var tasked: [(Int, JSONRPCRequest)] = []
+        for (index, element) in elements.enumerated() {
+            switch Self.decode(element) {
+            case .failure(let failed):
+                observe(method: nil, outcome: .failure(failed.error), duration: .zero, isNotification: false, context: context)
+                answers.set(index, JSONRPCResponse(id: failed.id ?? .null, outcome: .failure(failed.error)))
+            case .success(let request):
+                let started = ContinuousClock.now
+                switch immediateMethods[request.method]?(request, context) {
+                case .answer(let now)?:
+                    answers.set(index, finished(request, now, started: started, context: context))
+                case .later(let answerLater)?:
+                    answers.expect()
+                    answerLater { [self] outcome in
+                        answers.arrived(index, finished(request, outcome, started: started, context: context))
                     }
+                case nil:
+                    tasked.append((index, request))
                 }
             }
-            for await (index, response) in group {
-                slots[index] = response
+        }
+        if !tasked.isEmpty {
+            await withTaskGroup(of: (Int, JSONRPCResponse?).self) { group in
+                for (index, request) in tasked {
+                    group.addTask { (index, await call(request, context: context)) }
+                }
+                for await (index, response) in group { answers.set(index, response) }
             }
         }
-        return slots.compactMap(\.self)
+        return await answers.all()
     }
 
     /// One error object for the whole body, with id `null`.
@@ -423,4 +463,55 @@ public enum JSONRPCImmediateOutcome: Sendable {
     /// The outcome comes later, by callback: for a call that waits on I/O
     /// its own loop can finish (a Redis lookup) without a task.
     case later(Later)
+}
+
+/// A batch's answers as they arrive, from callbacks on any thread, and the
+/// one wait for the last of them.
+private final class BatchAnswers: Sendable {
+    private struct State {
+        var slots: [JSONRPCResponse?]
+        /// Callbacks still to come.
+        var outstanding = 0
+        var waiter: CheckedContinuation<[JSONRPCResponse], Never>?
+    }
+
+    private let state: Mutex<State>
+
+    init(count: Int) {
+        state = Mutex(State(slots: [JSONRPCResponse?](repeating: nil, count: count)))
+    }
+
+    /// An answer known before the wait.
+    func set(_ index: Int, _ response: JSONRPCResponse?) {
+        state.withLock { $0.slots[index] = response }
+    }
+
+    /// One more answer will come by callback (``arrived(_:_:)``).
+    func expect() {
+        state.withLock { $0.outstanding += 1 }
+    }
+
+    /// An answer by callback; the last one ends the wait.
+    func arrived(_ index: Int, _ response: JSONRPCResponse?) {
+        let done: (CheckedContinuation<[JSONRPCResponse], Never>, [JSONRPCResponse])? = state.withLock { state in
+            state.slots[index] = response
+            state.outstanding -= 1
+            guard state.outstanding == 0, let waiter = state.waiter else { return nil }
+            state.waiter = nil
+            return (waiter, state.slots.compactMap(\.self))
+        }
+        if let (waiter, responses) = done { waiter.resume(returning: responses) }
+    }
+
+    /// Every answer in batch order, notifications left out, once all came.
+    func all() async -> [JSONRPCResponse] {
+        await withCheckedContinuation { continuation in
+            let ready: [JSONRPCResponse]? = state.withLock { state in
+                guard state.outstanding > 0 else { return state.slots.compactMap(\.self) }
+                state.waiter = continuation
+                return nil
+            }
+            if let ready { continuation.resume(returning: ready) }
+        }
+    }
 }

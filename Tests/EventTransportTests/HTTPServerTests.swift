@@ -62,13 +62,13 @@ final class ServerUnderTest: Sendable {
             case "/deferred-drop":
                 _ = responder.deferred()
             case "/slow":
-                let loop = request.loop!
+                let loop = request.loop
                 responder.send {
                     await loop.sleep(for: .milliseconds(200))
                     return HTTPResponse(status: 200, body: Array("slow".utf8))
                 }
             case "/big":
-                let loop = request.loop!
+                let loop = request.loop
                 responder.send {
                     await loop.sleep(for: .milliseconds(200))
                     return HTTPResponse(status: 200, body: [UInt8](repeating: 0x61, count: 8 << 20))

@@ -1,3 +1,4 @@
+import EventTransport
 @testable import GatewayService
 import JSONRPC
 import Logging
@@ -21,10 +22,11 @@ struct AnswerBytesTests {
             self.maxAgeSeconds = maxAgeSeconds
         }
 
-        func fetch(_ request: SourceRequest) async -> Result<SourcePage, ProductsFetchFailure> {
+        func fetch(_ request: SourceRequest, on loop: EventLoop, completion: @escaping @Sendable (Result<SourcePage, ProductsFetchFailure>) -> Void) {
             calls.withLock { $0.append(request.identifiers) }
             let page = Catalog.sample.page(ids: request.identifiers, country: request.scope.country, language: request.scope.language)
-            return .success(SourcePage(page: page, maxAgeSeconds: maxAgeSeconds))
+            let outcome: Result<SourcePage, ProductsFetchFailure> = .success(SourcePage(page: page, maxAgeSeconds: maxAgeSeconds))
+            _ = loop.execute { completion(outcome) }
         }
     }
 

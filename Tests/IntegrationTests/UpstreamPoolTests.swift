@@ -9,22 +9,25 @@ import Testing
 /// unused, and never left in CLOSE_WAIT.
 @Suite("Upstream pool", .serialized)
 struct UpstreamPoolTests {
-    /// One `GET` of the test upstream's products, on `client`.
-    static func fetch(_ client: HTTPSClient) async -> Int? {
-        let result = await client.get(
-            path: "/v1/apps/demo/products?ids=premium_monthly&country=DE",
-            headers: ["Accept": "application/json"],
-            leaseDeadline: .now + .seconds(5)
-        )
+    /// One `GET` of the test upstream's products, on `client`, from `loop`.
+    static func fetch(_ client: HTTPSClient, on loop: EventLoop) async -> Int? {
+        let result = await withCheckedContinuation { continuation in
+            client.get(
+                on: loop,
+                path: "/v1/apps/demo/products?ids=premium_monthly&country=DE",
+                headers: ["Accept": "application/json"],
+                leaseDeadline: .now + .seconds(5)
+            ) { continuation.resume(returning: $0) }
+        }
         return try? result.get().status
     }
 
     /// Fetches until the pool keeps a connection idle (one whose answer was
     /// followed by TLS bytes still buffered, such as a session ticket, is
     /// not reused, and closes).
-    static func leaveOneIdleConnection(_ client: HTTPSClient, _ upstream: RunningUpstream) async throws {
+    static func leaveOneIdleConnection(_ client: HTTPSClient, on loop: EventLoop, _ upstream: RunningUpstream) async throws {
         for _ in 0..<5 {
-            #expect(await fetch(client) == 200)
+            #expect(await fetch(client, on: loop) == 200)
             try await Task.sleep(for: .milliseconds(50))
             if TCPSockets.toPort(upstream.port).filter({ $0.state != .other }).map(\.state) == [.established] { return }
         }
@@ -63,7 +66,7 @@ struct UpstreamPoolTests {
             client.shutdown()
             group.shutdown()
         }
-        try await Self.leaveOneIdleConnection(client, upstream)
+        try await Self.leaveOneIdleConnection(client, on: group.loops[0], upstream)
         upstream.stop()
         // At once: well before the upstream's own timeouts could matter.
         #expect(await Self.eventually(within: .seconds(3)) { !TCPSockets.toPort(upstream.port).contains { $0.state == .closeWait || $0.state == .established } })
@@ -79,10 +82,10 @@ struct UpstreamPoolTests {
             client.shutdown()
             group.shutdown()
         }
-        try await Self.leaveOneIdleConnection(client, upstream)
+        try await Self.leaveOneIdleConnection(client, on: group.loops[0], upstream)
         #expect(await Self.eventually(within: .seconds(5)) { !TCPSockets.toPort(upstream.port).contains { $0.state == .established } })
         // A later request opens a new one.
-        #expect(await Self.fetch(client) == 200)
+        #expect(await Self.fetch(client, on: group.loops[0]) == 200)
     }
 
     /// Each loop keeps at most its share of `UPSTREAM_CONCURRENCY` idle, so
@@ -109,7 +112,7 @@ struct UpstreamPoolTests {
         let loop = group.loops[0]
         let statuses = await withTaskGroup(of: Int?.self) { tasks in
             for _ in 0..<4 {
-                tasks.addTask(executorPreference: loop) { await Self.fetch(client) }
+                tasks.addTask(executorPreference: loop) { await Self.fetch(client, on: loop) }
             }
             return await tasks.reduce(into: [Int?]()) { $0.append($1) }
         }

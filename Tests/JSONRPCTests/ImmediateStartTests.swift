@@ -78,7 +78,9 @@ import Testing
 
     @Test(arguments: [
         (#"{"jsonrpc":"2.0","method":"echo","params":["wait"],"id":1}"#, #"{"jsonrpc":"2.0","result":"later","id":1}"#),
-        (#"[{"jsonrpc":"2.0","method":"echo","params":["now"],"id":1}]"#, #"[{"jsonrpc":"2.0","result":"later","id":1}]"#),
+        // A batch element runs as the method's immediate form when it has one.
+        (#"[{"jsonrpc":"2.0","method":"echo","params":["now"],"id":1}]"#, #"[{"jsonrpc":"2.0","result":"now","id":1}]"#),
+        (#"[{"jsonrpc":"2.0","method":"echo","params":["wait"],"id":1}]"#, #"[{"jsonrpc":"2.0","result":"later","id":1}]"#),
     ])
     func leftToATaskAndObservedOnce(body: String, reply: String) async {
         let observations = Observations()
@@ -89,6 +91,23 @@ import Testing
         #expect(observations.count == 0) // nothing counted for the immediate try
         #expect(Self.text(await pending.finish()) == reply)
         #expect(observations.count == 1)
+    }
+
+    /// A batch's elements answered by callback are gathered with the others,
+    /// in batch order, once the last callback came.
+    @Test func aBatchWaitsForItsCallbackElementsAndKeepsItsOrder() async {
+        let observations = Observations()
+        let held = HeldAnswer()
+        let body = #"[{"jsonrpc":"2.0","method":"echo","params":["callback"],"id":"c"},{"jsonrpc":"2.0","method":"echo","params":["wait"],"id":"w"},{"jsonrpc":"2.0","method":"echo","params":["now"],"id":"n"}]"#
+        guard case .pending(let pending) = Self.server(observations, held: held).start(body: Array(body.utf8), context: "") else {
+            Issue.record("a batch must be left to a task")
+            return
+        }
+        let finished = Task { Self.text(await pending.finish()) }
+        while held.answer.withLock({ $0 == nil }) { try? await Task.sleep(for: .milliseconds(5)) }
+        held.answer(.success(.string("called back")))
+        #expect(await finished.value == #"[{"jsonrpc":"2.0","result":"called back","id":"c"},{"jsonrpc":"2.0","result":"later","id":"w"},{"jsonrpc":"2.0","result":"now","id":"n"}]"#)
+        #expect(observations.count == 3)
     }
 
     @Test func aDeferredCallIsAnsweredWhenItsMethodCallsBackAndObservedOnce() {

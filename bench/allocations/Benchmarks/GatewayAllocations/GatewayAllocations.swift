@@ -21,10 +21,10 @@ let benchmarks: @Sendable () -> Void = {
     // Answered from memory after the first call (setup makes that call).
     let hot = makeServer(maxAgeSeconds: 30)
     Benchmark("products.fetch cache hit, 5 ids", configuration: .init(setup: {
-        _ = await hot.handle(body: requestBody, context: requestContext)
+        _ = await call(hot, body: requestBody)
     })) { benchmark in
         for _ in benchmark.scaledIterations {
-            blackHole(await hot.handle(body: requestBody, context: requestContext))
+            blackHole(await call(hot, body: requestBody))
         }
     }
 
@@ -32,7 +32,7 @@ let benchmarks: @Sendable () -> Void = {
     let cold = makeServer(maxAgeSeconds: nil)
     Benchmark("products.fetch no cache, 5 ids") { benchmark in
         for _ in benchmark.scaledIterations {
-            blackHole(await cold.handle(body: requestBody, context: requestContext))
+            blackHole(await call(cold, body: requestBody))
         }
     }
 
@@ -41,7 +41,7 @@ let benchmarks: @Sendable () -> Void = {
     let upstream = makeServer(source: UpstreamBodySource())
     Benchmark("products.fetch no cache, upstream body, 5 ids") { benchmark in
         for _ in benchmark.scaledIterations {
-            blackHole(await upstream.handle(body: upstreamRequestBody, context: requestContext))
+            blackHole(await call(upstream, body: upstreamRequestBody))
         }
     }
 

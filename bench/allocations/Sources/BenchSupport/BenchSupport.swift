@@ -1,3 +1,4 @@
+import EventTransport
 import Foundation
 import GatewayService
 import JSONRPC
@@ -15,9 +16,11 @@ public struct CatalogSource: ProductSource {
         self.maxAgeSeconds = maxAgeSeconds
     }
 
-    public func fetch(_ request: SourceRequest) async -> Result<SourcePage, ProductsFetchFailure> {
+    /// Answers on the loop's next turn, as a source over the network would.
+    public func fetch(_ request: SourceRequest, on loop: EventLoop, completion: @escaping @Sendable (Result<SourcePage, ProductsFetchFailure>) -> Void) {
         let page = catalog.page(ids: request.identifiers, country: request.scope.country, language: request.scope.language)
-        return .success(SourcePage(page: page, maxAgeSeconds: maxAgeSeconds))
+        let outcome: Result<SourcePage, ProductsFetchFailure> = .success(SourcePage(page: page, maxAgeSeconds: maxAgeSeconds))
+        _ = loop.execute { completion(outcome) }
     }
 }
 
@@ -42,14 +45,36 @@ public func makeServer(source: some ProductSource) -> JSONRPCServer<RPCCallConte
         source: source,
         metrics: GatewayMetrics()
     )
-    return JSONRPCServer<RPCCallContext>(
-        maxBatchSize: 50,
-        methods: [
-            "products.fetch": { request, context in
-                await service.fetch(params: request.params, requestID: context.requestID, logger: context.logger)
-            },
-        ]
-    )
+    let productsFetch = GatewayApplication.productsFetchMethods(service: service)
+    return JSONRPCServer<RPCCallContext>(maxBatchSize: 50, methods: [:], immediateMethods: productsFetch.immediate, fastMethods: productsFetch.fast)
+}
+
+/// The loop every benchmarked call runs on, as the HTTP front runs a
+/// request on the loop that read it.
+public let benchLoop: EventLoop = {
+    // Never shut down: it serves every benchmark of the process.
+    let group = try! EventLoopGroup(count: 1, namePrefix: "bench-loop")
+    return group.next()
+}()
+
+/// One body through the engine as the HTTP front drives it, on
+/// ``benchLoop``: answered at once (a hit), or by the callback that
+/// completes it (a miss), or, for a batch, in a task on the loop. The hop
+/// onto the loop and back (one `execute` and one continuation) is part of
+/// every figure.
+public func call(_ server: JSONRPCServer<RPCCallContext>, body: [UInt8]) async -> JSONRPCReply {
+    await withCheckedContinuation { continuation in
+        _ = benchLoop.execute {
+            switch server.start(body: body, context: requestContext) {
+            case .answered(let reply):
+                continuation.resume(returning: reply)
+            case .deferred(let deferred):
+                deferred.begin { continuation.resume(returning: $0) }
+            case .pending(let pending):
+                Task(executorPreference: benchLoop) { continuation.resume(returning: await pending.finish()) }
+            }
+        }
+    }
 }
 
 /// One call of five identifiers: four products (subscriptions with offers,
@@ -61,7 +86,8 @@ public let requestBody = Array(#"""
 /// The per-HTTP-request context, with a logger that drops everything.
 public let requestContext = RPCCallContext(
     requestID: "bench-request-1",
-    logger: Logger(label: "bench") { _ in SwiftLogNoOpLogHandler() }
+    logger: Logger(label: "bench") { _ in SwiftLogNoOpLogHandler() },
+    loop: benchLoop
 )
 
 /// The fixed 5-product `200` body the TLS upstream serves in `bench/run`
@@ -92,12 +118,14 @@ public func sourcePage(fromUpstreamBody body: [UInt8]) -> SourcePage? {
 public struct UpstreamBodySource: ProductSource {
     public init() {}
 
-    public func fetch(_ request: SourceRequest) async -> Result<SourcePage, ProductsFetchFailure> {
+    public func fetch(_ request: SourceRequest, on loop: EventLoop, completion: @escaping @Sendable (Result<SourcePage, ProductsFetchFailure>) -> Void) {
+        let outcome: Result<SourcePage, ProductsFetchFailure>
         do {
-            return .success(SourcePage(encodedProducts: try UpstreamProductsPage.encodedProducts(of: upstreamBody), maxAgeSeconds: nil))
+            outcome = .success(SourcePage(encodedProducts: try UpstreamProductsPage.encodedProducts(of: upstreamBody), maxAgeSeconds: nil))
         } catch {
-            return .failure(.internalError(upstreamStatus: 200, detail: error.message))
+            outcome = .failure(.internalError(upstreamStatus: 200, detail: error.message))
         }
+        _ = loop.execute { completion(outcome) }
     }
 }
 

@@ -54,7 +54,7 @@ func profiledCalls(_ server: JSONRPCServer<RPCCallContext>, _ count: Int) async 
     let request = variant == "upstream" ? upstreamRequestBody : requestBody
     var bytes = 0
     for _ in 0 ..< count {
-        if case .json(let body) = await server.handle(body: request, context: requestContext) {
+        if case .json(let body) = await call(server, body: request) {
             bytes += body.count
         }
     }
