@@ -77,6 +77,9 @@ public struct HTTPClientError: Error, Sendable, Equatable, CustomStringConvertib
         case tls
         /// No response within the attempt's timeout.
         case timeout
+        /// No connection became free (the client's cap on exchanges in
+        /// flight) before the request's lease deadline: nothing was sent.
+        case noLease
         /// The answer cannot be read as HTTP/1.1: a header section over the
         /// limit, a transfer coding that was not asked for, a control
         /// character (NUL) in a field, a status outside 200 to 599 (or an

@@ -262,7 +262,7 @@ final class HTTPSConnectionPool: @unchecked Sendable {
                 // Nil when the lease was granted meanwhile: then it runs.
                 guard client.state.withLock({ $0.cancelWaiter(request.waiterID) }) != nil else { return }
                 request.complete(.failure(HTTPClientError(
-                    kind: .timeout,
+                    kind: .noLease,
                     message: "no upstream connection became free before the deadline (UPSTREAM_CONCURRENCY exchanges in flight)"
                 )))
             }

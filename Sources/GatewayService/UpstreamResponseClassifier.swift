@@ -17,6 +17,12 @@ enum UpstreamResponseClassifier {
             // broken framing: not retried. The upstream answered something
             // unparseable, which the contract calls internalError.
             return .failure(.internalError(upstreamStatus: nil, detail: error.message), retryable: false, retryAfterSeconds: nil)
+        case .failure(let error) where error.kind == .noLease:
+            // The lease deadline is the deadline of the call that started
+            // the fetch: it passed while the upstream was never asked.
+            // Which of the call's own timer and this one the loop runs
+            // first must not decide its answer.
+            return .failure(.cancelled(detail: error.message), retryable: false, retryAfterSeconds: nil)
         case .failure(let error):
             return .failure(.connectionError(detail: error.message), retryable: true, retryAfterSeconds: nil)
         case .success(let received):

@@ -141,6 +141,15 @@ struct UpstreamResponseClassifierTests {
         #expect(failed.failure.message.contains("certificate verification failed"))
     }
 
+    /// The wait for a free connection ran into the fetch's deadline (that
+    /// of the call that started it): the deadline's failure, not the
+    /// upstream's, and nothing to retry.
+    @Test func noLeaseBeforeTheDeadlineIsCancelled() throws {
+        let message = "no upstream connection became free before the deadline (UPSTREAM_CONCURRENCY exchanges in flight)"
+        let failed = try #require(Self.failed(.failure(HTTPClientError(kind: .noLease, message: message))))
+        #expect(failed == Failed(failure: .cancelled(detail: message), retryable: false, retryAfterSeconds: nil))
+    }
+
     // MARK: Header parsing
 
     @Test(arguments: [
