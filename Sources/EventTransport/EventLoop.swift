@@ -134,6 +134,10 @@ public final class EventLoop: @unchecked Sendable {
         return thread != 0 && pthread_equal(pthread_t(thread), pthread_self()) != 0
     }
 
+    /// Whether the loop has stopped for good: it runs no job and fires no
+    /// timer any more.
+    public var isStopped: Bool { hasStopped.load(ordering: .acquiring) }
+
     /// Crashes when called off the loop thread: loop-owned state must not be
     /// touched from anywhere else, and a test should find out at once.
     public func preconditionInEventLoop(file: StaticString = #fileID, line: UInt = #line) {

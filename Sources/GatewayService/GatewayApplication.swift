@@ -43,7 +43,7 @@ public final class GatewayApplication: Service {
         self.logger = logger
         let descriptors = try DescriptorBudget(configuration: configuration)
         self.descriptors = descriptors
-        let metrics = GatewayMetrics()
+        let metrics = GatewayMetrics(upstreamMaxIDs: configuration.upstreamMaxIDs)
         self.metrics = metrics
         let group = try EventLoopGroup(count: configuration.workers, namePrefix: "gateway-loop")
         self.group = group
@@ -90,6 +90,11 @@ public final class GatewayApplication: Service {
             }
         }
 
+        // Under the shared tier: what a loop's fetches still ask after the
+        // claims across replicas goes out together.
+        let merged = MergingSource(
+            base: source, loops: group.loops, maxIdentifiers: configuration.upstreamMaxIDs, window: .microseconds(configuration.mergeWindowUS)
+        )
         let sharedTier = SharedTier.make(configuration: configuration, group: group, metrics: metrics, logger: logger)
         self.sharedTier = sharedTier
         let service = ProductsFetchService(
@@ -107,7 +112,7 @@ public final class GatewayApplication: Service {
             ),
             // With the shared tier, a fetch claims its identifiers across
             // replicas and stores what it may keep in Redis.
-            source: sharedTier.map { SharedTierSource(base: source, tier: $0) } ?? source,
+            source: sharedTier.map { SharedTierSource(base: merged, tier: $0) } ?? merged,
             metrics: metrics,
             sharedTier: sharedTier
         )

@@ -44,6 +44,8 @@ public struct GatewayConfiguration: Sendable {
     public var apiKeys: [String]
     public var upstreamTimeoutMS: Int
     public var upstreamMaxIDs: Int
+    /// `GATEWAY_MERGE_WINDOW_US`: how long a loop may hold a miss to merge it (0: its turn only).
+    public var mergeWindowUS: Int
     public var upstreamConcurrency: Int
     public var upstreamRetries: Int
     /// `UPSTREAM_MAX_BODY_BYTES`: the largest upstream answer read.
@@ -139,6 +141,7 @@ public struct GatewayConfiguration: Sendable {
             apiKeys: try source.apiKeys(),
             upstreamTimeoutMS: try source.integer(.upstreamTimeoutMS, in: 1...600_000, default: 2000),
             upstreamMaxIDs: try source.integer(.upstreamMaxIDs, in: 1...1_000, default: 50),
+            mergeWindowUS: try source.integer(.mergeWindowUS, in: 0...100_000, default: 0),
             upstreamConcurrency: try source.integer(.upstreamConcurrency, in: 1...10_000, default: 64),
             upstreamRetries: try source.integer(.upstreamRetries, in: 0...10, default: 2),
             upstreamMaxBodyBytes: try source.integer(.upstreamMaxBodyBytes, in: 1024...(1 << 30), default: 8 << 20),
@@ -177,6 +180,7 @@ public struct GatewayConfiguration: Sendable {
             ("GATEWAY_API_KEYS", apiKeys.isEmpty ? "<unset>" : "<\(apiKeys.count) redacted>"),
             ("UPSTREAM_TIMEOUT_MS", "\(upstreamTimeoutMS)"),
             ("UPSTREAM_MAX_IDS", "\(upstreamMaxIDs)"),
+            ("GATEWAY_MERGE_WINDOW_US", "\(mergeWindowUS)"),
             ("UPSTREAM_CONCURRENCY", "\(upstreamConcurrency)"),
             ("UPSTREAM_RETRIES", "\(upstreamRetries)"),
             ("UPSTREAM_MAX_BODY_BYTES", "\(upstreamMaxBodyBytes)"),

@@ -63,6 +63,7 @@ public struct OnsideUpstreamSource: ProductSource {
             case .success(let response): metrics.recordUpstream(status: response.status, duration: ContinuousClock.now - started)
             case .failure: metrics.recordUpstream(status: nil, duration: ContinuousClock.now - started)
             }
+            metrics.recordUpstreamIdentifiers(request.identifiers.count)
             switch UpstreamResponseClassifier.classify(outcome) {
             case .success(let page):
                 // What was not asked for goes no further (the shared tier

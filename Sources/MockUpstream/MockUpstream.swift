@@ -21,6 +21,7 @@ public final class MockUpstream: Sendable {
         var faults: [MockUpstreamFault] = []
         var standingFault: MockUpstreamFault?
         var cacheControl: String?
+        var rejected: Set<String> = []
         var requests: [ReceivedRequest] = []
         var countsByIdentifier: [String: Int] = [:]
     }
@@ -70,6 +71,14 @@ public final class MockUpstream: Sendable {
         state.withLock { $0.standingFault = fault }
     }
 
+    /// Every request that asks for any of these identifiers is answered
+    /// `422`, as the upstream rejects a call naming an identifier it
+    /// refuses, whatever else the call asks for (a queued or standing
+    /// fault still comes first).
+    public func setRejectedIdentifiers(_ identifiers: Set<String>) {
+        state.withLock { $0.rejected = identifiers }
+    }
+
     /// `Cache-Control` sent with every `200` (nil: none).
     public func setCacheControl(_ value: String?) {
         state.withLock { $0.cacheControl = value }
@@ -95,6 +104,9 @@ public final class MockUpstream: Sendable {
             state.requests.append(received)
             for identifier in identifiers { state.countsByIdentifier[identifier, default: 0] += 1 }
             let fault = state.faults.isEmpty ? state.standingFault : state.faults.removeFirst()
+            if fault == nil, identifiers.contains(where: state.rejected.contains) {
+                return (.status(422), state.cacheControl)
+            }
             return (fault, state.cacheControl)
         }
         switch fault {

@@ -82,6 +82,9 @@ struct ServeCommand: AsyncParsableCommand {
     @Option(name: .customLong(ConfigurationVariable.upstreamMaxIDs.flag), help: Self.help(.upstreamMaxIDs, "Most identifiers in one upstream call."))
     var upstreamMaxIDs: String?
 
+    @Option(name: .customLong(ConfigurationVariable.mergeWindowUS.flag), help: Self.help(.mergeWindowUS, "How long a loop may hold a miss to merge it with others into one upstream call, in microseconds (0: what arrives in the same loop turn)."))
+    var mergeWindowUS: String?
+
     @Option(name: .customLong(ConfigurationVariable.upstreamConcurrency.flag), help: Self.help(.upstreamConcurrency, "Most upstream calls in flight at once."))
     var upstreamConcurrency: String?
 
@@ -146,6 +149,7 @@ struct ServeCommand: AsyncParsableCommand {
             (.apiKeysFile, apiKeysFile),
             (.upstreamTimeoutMS, upstreamTimeoutMS),
             (.upstreamMaxIDs, upstreamMaxIDs),
+            (.mergeWindowUS, mergeWindowUS),
             (.upstreamConcurrency, upstreamConcurrency),
             (.upstreamRetries, upstreamRetries),
             (.upstreamMaxBodyBytes, upstreamMaxBodyBytes),

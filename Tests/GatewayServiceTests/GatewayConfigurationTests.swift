@@ -52,6 +52,7 @@ struct GatewayConfigurationTests {
         #expect(configuration.apiKeys.isEmpty)
         #expect(configuration.upstreamTimeoutMS == 2000)
         #expect(configuration.upstreamMaxIDs == 50)
+        #expect(configuration.mergeWindowUS == 0)
         #expect(configuration.upstreamConcurrency == 64)
         #expect(configuration.upstreamRetries == 2)
         #expect(configuration.upstreamMaxBodyBytes == 8_388_608)
@@ -88,6 +89,7 @@ struct GatewayConfigurationTests {
             "GATEWAY_API_KEYS": "key-0123456789abcdef, key-fedcba9876543210",
             "UPSTREAM_TIMEOUT_MS": "300",
             "UPSTREAM_MAX_IDS": "10",
+            "GATEWAY_MERGE_WINDOW_US": "100000",
             "UPSTREAM_CONCURRENCY": "4",
             "GATEWAY_BATCH_CONCURRENCY": "3",
             "UPSTREAM_RETRIES": "0",
@@ -112,6 +114,7 @@ struct GatewayConfigurationTests {
         #expect(configuration.apiKeys == ["key-0123456789abcdef", "key-fedcba9876543210"])
         #expect(configuration.upstreamTimeoutMS == 300)
         #expect(configuration.upstreamMaxIDs == 10)
+        #expect(configuration.mergeWindowUS == 100_000)
         #expect(configuration.upstreamConcurrency == 4)
         #expect(configuration.batchConcurrency == 3)
         #expect(configuration.upstreamRetries == 0)
@@ -188,6 +191,9 @@ struct GatewayConfigurationTests {
         ("GATEWAY_MAX_CONNECTIONS", "many"),
         ("UPSTREAM_TIMEOUT_MS", "soon"),
         ("UPSTREAM_MAX_IDS", "0"),
+        ("GATEWAY_MERGE_WINDOW_US", "-1"),
+        ("GATEWAY_MERGE_WINDOW_US", "100001"),
+        ("GATEWAY_MERGE_WINDOW_US", "1ms"),
         ("UPSTREAM_CONCURRENCY", "0"),
         ("GATEWAY_BATCH_CONCURRENCY", "0"),
         ("GATEWAY_BATCH_CONCURRENCY", "10001"),

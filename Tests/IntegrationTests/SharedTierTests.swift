@@ -57,6 +57,10 @@ struct SharedTierTests {
         try await SharedTierScenario.run(environment: ["GATEWAY_CACHE_MAX_TTL_S": "0"]) { upstream, gateways, redis in
             upstream.upstream.setCacheControl("max-age=30")
             _ = try await gateways[0].fetchProducts(Self.ids)
+            // The release goes out after the answer: until it lands, the
+            // second replica would wait for the first's claim and get its
+            // outcome instead of asking.
+            try await UpstreamScenario.waitFor("the claims released") { (try? redis.keys("test-gw:v1:c:*").isEmpty) == true }
             _ = try await gateways[1].fetchProducts(Self.ids)
             #expect(upstream.upstream.requests.count == 2)
             #expect(try redis.keys("test-gw:v1:p:*").isEmpty)
@@ -68,6 +72,10 @@ struct SharedTierTests {
         try await SharedTierScenario.run { upstream, gateways, redis in
             upstream.upstream.setCacheControl("no-store")
             _ = try await gateways[0].fetchProducts(Self.ids)
+            // The release goes out after the answer: until it lands, the
+            // second replica would wait for the first's claim and get its
+            // outcome instead of asking.
+            try await UpstreamScenario.waitFor("the claims released") { (try? redis.keys("test-gw:v1:c:*").isEmpty) == true }
             _ = try await gateways[1].fetchProducts(Self.ids)
             #expect(upstream.upstream.requests.count == 2)
             #expect(try redis.keys("test-gw:*").isEmpty)

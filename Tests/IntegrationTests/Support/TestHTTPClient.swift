@@ -60,6 +60,31 @@ final class TestHTTPConnection: @unchecked Sendable {
         }
     }
 
+    /// Sends `bytes[i]` on `connections[i]`, all from one thread, back to
+    /// back: requests that reach the server in the same moment.
+    static func sendAll(_ connections: [TestHTTPConnection], _ bytes: [[UInt8]]) async throws {
+        precondition(connections.count == bytes.count, "one message per connection")
+        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
+            Thread {
+                continuation.resume(with: Result {
+                    for (connection, message) in zip(connections, bytes) {
+                        var offset = 0
+                        while offset < message.count {
+                            let written = message[offset...].withUnsafeBytes { send(connection.fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+                            guard written > 0 else { throw TestHTTPError("send failed: \(String(cString: strerror(errno)))") }
+                            offset += written
+                        }
+                    }
+                })
+            }.start()
+        }
+    }
+
+    /// The bytes of a `POST /rpc` of `json`.
+    static func rpcRequest(_ json: String) -> [UInt8] {
+        Array("POST /rpc HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: \(json.utf8.count)\r\n\r\n\(json)".utf8)
+    }
+
     /// Sends one request and reads its response.
     func request(
         _ method: String,
@@ -80,6 +105,12 @@ final class TestHTTPConnection: @unchecked Sendable {
     /// Reads one response (Content-Length, chunked, or to end of stream).
     func readResponse(isHead: Bool = false) async throws -> RawHTTPResponse {
         try await onThread { try self.readResponseBlocking(isHead: isHead) }
+    }
+
+    /// Shuts the connection both ways now, as a caller hanging up does (the
+    /// descriptor itself is closed with this object).
+    func hangUp() {
+        _ = shutdown(fd, Int32(SHUT_RDWR))
     }
 
     /// True when the server has closed the connection (reads end of stream).

@@ -1,0 +1,226 @@
+import EventTransport
+@testable import GatewayService
+import JSONRPC
+import ProductsDomain
+import Synchronization
+import Testing
+
+/// The per-loop merge buffer on a real loop, over a source the test
+/// answers by hand: what one loop job starts goes out together, each fetch
+/// gets its own products, a 422 is asked again apart, and a caller whose
+/// deadline passes leaves the merged call to the others. No sockets.
+@Suite("Merging source")
+final class MergingSourceTests {
+    typealias Outcome = Result<SourcePage, ProductsFetchFailure>
+
+    let group: EventLoopGroup
+    var loop: EventLoop { group.loops[0] }
+    static let scope = FetchScope(appID: "demo", country: CountryCode("DE")!, language: nil)
+
+    init() throws {
+        group = try EventLoopGroup(count: 1, namePrefix: "merging")
+    }
+
+    deinit {
+        group.shutdown()
+    }
+
+    /// A source that keeps every request until the test answers it.
+    final class HeldSource: ProductSource {
+        struct Asked {
+            let request: SourceRequest
+            let loop: EventLoop
+            /// Dropped once answered: a merged call's completion holds the
+            /// source (to ask again apart), which would otherwise hold it.
+            var completion: (@Sendable (Outcome) -> Void)?
+        }
+
+        private let asked = Mutex<[Asked]>([])
+
+        func fetch(_ request: SourceRequest, on loop: EventLoop, completion: @escaping @Sendable (Outcome) -> Void) {
+            asked.withLock { $0.append(Asked(request: request, loop: loop, completion: completion)) }
+        }
+
+        var requests: [SourceRequest] { asked.withLock { $0.map(\.request) } }
+
+        /// Answers request `index` on its loop, as the upstream client does.
+        func answer(_ index: Int, _ outcome: Outcome) {
+            let (loop, completion) = asked.withLock { asked in
+                defer { asked[index].completion = nil }
+                return (asked[index].loop, asked[index].completion)
+            }
+            guard let completion else { preconditionFailure("request \(index) answered twice") }
+            loop.execute { completion(outcome) }
+        }
+
+        /// Answers request `index` from the sample catalog, every product.
+        func answerFromCatalog(_ index: Int) {
+            let request = requests[index]
+            let page = Catalog.sample.page(ids: request.identifiers, country: request.scope.country, language: request.scope.language)
+            answer(index, .success(SourcePage(page: page, maxAgeSeconds: nil)))
+        }
+
+        /// Waits (polling: only the order of events matters) until `count`
+        /// requests were made.
+        func waitForRequests(_ count: Int) async throws {
+            let deadline = ContinuousClock.now + .seconds(20)
+            while requests.count < count {
+                guard ContinuousClock.now < deadline else { throw CancellationError() }
+                try await Task.sleep(for: .milliseconds(2))
+            }
+        }
+    }
+
+    /// What each fetch got: products by identifier, or the failure.
+    final class Outcomes: Sendable {
+        private let outcomes = Mutex<[String: Result<Set<String>, ProductsFetchFailure>]>([:])
+
+        func record(_ name: String) -> @Sendable (Outcome) -> Void {
+            { outcome in self.outcomes.withLock { $0[name] = outcome.map { Set($0.encodedProducts.keys) } } }
+        }
+
+        func waitFor(_ count: Int) async throws -> [String: Result<Set<String>, ProductsFetchFailure>] {
+            let deadline = ContinuousClock.now + .seconds(20)
+            while outcomes.withLock({ $0.count }) < count {
+                guard ContinuousClock.now < deadline else { throw CancellationError() }
+                try await Task.sleep(for: .milliseconds(2))
+            }
+            return outcomes.withLock { $0 }
+        }
+    }
+
+    static func request(_ ids: [String], id: String, deadline: ContinuousClock.Instant = .now + .seconds(5)) -> SourceRequest {
+        SourceRequest(scope: scope, identifiers: ids, requestID: id, deadline: deadline)
+    }
+
+    @Test func fetchesStartedInOneTurnShareOneCallAndEachGetsItsOwnProducts() async throws {
+        let base = HeldSource()
+        let source = MergingSource(base: base, loops: [loop], maxIdentifiers: 50, window: .zero)
+        let loop = self.loop
+        let outcomes = Outcomes()
+        let early = ContinuousClock.now + .seconds(1)
+        let late = ContinuousClock.now + .seconds(9)
+        loop.execute {
+            source.fetch(Self.request(["premium_monthly", "unknown_a"], id: "r1", deadline: early), on: loop, completion: outcomes.record("first"))
+            source.fetch(Self.request(["coins_100"], id: "r2", deadline: late), on: loop, completion: outcomes.record("second"))
+        }
+        try await base.waitForRequests(1)
+        let merged = try #require(base.requests.first)
+        #expect(merged.identifiers == ["premium_monthly", "unknown_a", "coins_100"])
+        #expect(merged.requestID == "r1")
+        // Retries may run as long as the latest caller waits.
+        #expect(merged.deadline == late)
+        base.answerFromCatalog(0)
+        let got = try await outcomes.waitFor(2)
+        #expect(try got["first"]?.get() == ["premium_monthly"])
+        #expect(try got["second"]?.get() == ["coins_100"])
+        #expect(base.requests.count == 1)
+    }
+
+    @Test func aFetchStartedInALaterTurnGoesInACallOfItsOwn() async throws {
+        let base = HeldSource()
+        let source = MergingSource(base: base, loops: [loop], maxIdentifiers: 50, window: .zero)
+        let loop = self.loop
+        let outcomes = Outcomes()
+        loop.execute { source.fetch(Self.request(["premium_monthly"], id: "r1"), on: loop, completion: outcomes.record("first")) }
+        try await base.waitForRequests(1)
+        loop.execute { source.fetch(Self.request(["coins_100"], id: "r2"), on: loop, completion: outcomes.record("second")) }
+        try await base.waitForRequests(2)
+        #expect(base.requests.map(\.identifiers) == [["premium_monthly"], ["coins_100"]])
+        base.answerFromCatalog(0)
+        base.answerFromCatalog(1)
+        #expect(try await outcomes.waitFor(2).count == 2)
+    }
+
+    @Test func a422OfAMergedCallIsAskedAgainApartAndFailsOnlyTheRejectedFetch() async throws {
+        let base = HeldSource()
+        let source = MergingSource(base: base, loops: [loop], maxIdentifiers: 50, window: .zero)
+        let loop = self.loop
+        let outcomes = Outcomes()
+        loop.execute {
+            source.fetch(Self.request(["premium_monthly"], id: "r1"), on: loop, completion: outcomes.record("first"))
+            source.fetch(Self.request(["rejected_pack"], id: "r2"), on: loop, completion: outcomes.record("second"))
+            source.fetch(Self.request(["coins_100"], id: "r3"), on: loop, completion: outcomes.record("third"))
+        }
+        try await base.waitForRequests(1)
+        let rejected = ProductsFetchFailure.invalidProductIdentifier(upstreamStatus: 422, detail: "rejected_pack")
+        base.answer(0, .failure(rejected))
+        try await base.waitForRequests(4)
+        let apart = base.requests.dropFirst()
+        // Each asked again as it was, with its own request id.
+        #expect(apart.map(\.identifiers) == [["premium_monthly"], ["rejected_pack"], ["coins_100"]])
+        #expect(apart.map(\.requestID) == ["r1", "r2", "r3"])
+        base.answerFromCatalog(1)
+        base.answer(2, .failure(rejected))
+        base.answerFromCatalog(3)
+        let got = try await outcomes.waitFor(3)
+        #expect(try got["first"]?.get() == ["premium_monthly"])
+        #expect(got["second"]?.failure == rejected)
+        #expect(try got["third"]?.get() == ["coins_100"])
+        #expect(base.requests.count == 4)
+    }
+
+    @Test func anyOtherFailureReachesEveryFetchOnce() async throws {
+        let base = HeldSource()
+        let source = MergingSource(base: base, loops: [loop], maxIdentifiers: 50, window: .zero)
+        let loop = self.loop
+        let outcomes = Outcomes()
+        loop.execute {
+            source.fetch(Self.request(["premium_monthly"], id: "r1"), on: loop, completion: outcomes.record("first"))
+            source.fetch(Self.request(["coins_100"], id: "r2"), on: loop, completion: outcomes.record("second"))
+        }
+        try await base.waitForRequests(1)
+        let failure = ProductsFetchFailure.serviceUnavailable(upstreamStatus: 503, retryAfterSeconds: 2)
+        base.answer(0, .failure(failure))
+        let got = try await outcomes.waitFor(2)
+        #expect(got["first"]?.failure == failure)
+        #expect(got["second"]?.failure == failure)
+        #expect(base.requests.count == 1)
+    }
+
+    /// Two calls started in one turn, one of them about to reach its
+    /// deadline: it is answered `cancelled` at its deadline, and the
+    /// merged call goes on and answers the other.
+    @Test func aCallWhoseDeadlinePassesLeavesTheMergedCallToTheOthers() async throws {
+        let base = HeldSource()
+        let source = MergingSource(base: base, loops: [loop], maxIdentifiers: 50, window: .zero)
+        let loop = self.loop
+        // A minute's deadline: the staying call must outlast a starved test.
+        let service = ProductsFetchService(
+            settings: .init(
+                appID: "demo",
+                limits: FetchProductsLimits(maxIdentifiers: 100),
+                requestTimeout: .seconds(60),
+                upstreamMaxIDs: 50,
+                cacheMaxTTLSeconds: 60,
+                regionResolver: RegionResolver(configuredDefault: nil, systemLocale: SystemLocale(environment: [:]))
+            ),
+            source: source,
+            metrics: GatewayMetrics()
+        )
+        let answers = Mutex<[String: Result<JSONValue, JSONRPCError>]>([:])
+        let first = try AnswerBytesTests.params(["premium_monthly"])
+        let second = try AnswerBytesTests.params(["coins_100"])
+        loop.execute {
+            // All but 300 ms of the deadline gone for the first, none for the second.
+            for (name, params, arrived) in [("leaving", first, ContinuousClock.now - .milliseconds(59_700)), ("staying", second, .now)] {
+                let context = RPCCallContext(requestID: name, logger: AnswerBytesTests.logger, loop: loop, arrived: arrived)
+                switch service.fetchImmediately(params: params, context: context) {
+                case .answer(let outcome): answers.withLock { $0[name] = outcome }
+                case .later(let later): later { outcome in answers.withLock { $0[name] = outcome } }
+                }
+            }
+        }
+        try await base.waitForRequests(1)
+        #expect(base.requests.first?.identifiers == ["premium_monthly", "coins_100"])
+        let deadline = ContinuousClock.now + .seconds(20)
+        while answers.withLock({ $0["leaving"] }) == nil, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(5)) }
+        #expect(answers.withLock { $0["leaving"] }?.failure?.code == -32005)
+        #expect(answers.withLock { $0["staying"] == nil })
+        base.answerFromCatalog(0)
+        while answers.withLock({ $0["staying"] }) == nil, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(5)) }
+        let staying = try #require(answers.withLock { $0["staying"] })
+        #expect(try staying.get().serialized() == AnswerBytesTests.treeResult(["coins_100"]))
+        #expect(base.requests.count == 1)
+    }
+}
