@@ -310,25 +310,12 @@ final class SharedTier: Sendable {
 
     /// ``store(_:scope:identifiers:)`` on a connection already known ready.
     func store(_ page: SourcePage, scope: FetchScope, identifiers: [String], on connection: RedisConnection) {
-        guard let maxAge = page.maxAgeSeconds, maxAge > 0, maxTTLSeconds > 0 else { return }
-        let nowUnixMS = Self.unixMilliseconds()
-        let fresh = Int64(min(maxAge, maxTTLSeconds)) * 1000
-        // Clamped into the entry's ranges, whoever made the page (the
-        // upstream, or another replica's message).
-        let staleIfError = Self.window(page.staleIfErrorSeconds, cap: maxStaleSeconds)
-        let revalidate = Self.window(page.staleWhileRevalidateSeconds, cap: maxStaleSeconds)
+        guard let entries = entryArguments(page, scope: scope, identifiers: identifiers) else { return }
         let metrics = self.metrics
         let log = self.log
-        for identifier in identifiers {
-            let entry = SharedCacheEntry(
-                answer: page.encodedProducts[identifier].map(ProductAnswer.product) ?? .unknown,
-                freshUntilUnixMS: nowUnixMS + fresh,
-                staleIfErrorSeconds: staleIfError,
-                revalidateSeconds: revalidate
-            )
-            let keep = entry.keepMilliseconds(nowUnixMS: nowUnixMS)
+        for index in entries.keys.indices {
             let arguments: [[UInt8]] = [
-                Array("SET".utf8), keys.entry(scope, identifier), entry.encoded, Array("PX".utf8), Array(String(keep).utf8),
+                Array("SET".utf8), entries.keys[index], entries.valuesAndMilliseconds[2 * index], Array("PX".utf8), entries.valuesAndMilliseconds[2 * index + 1],
             ]
             connection.send(arguments) { result in
                 switch result {
@@ -343,6 +330,40 @@ final class SharedTier: Sendable {
                 }
             }
         }
+    }
+
+    /// The entries of a page, as Redis arguments: each identifier's key,
+    /// and its encoded entry followed by how long Redis keeps it (ms).
+    struct EntryArguments {
+        var keys: [[UInt8]] = []
+        var valuesAndMilliseconds: [[UInt8]] = []
+    }
+
+    /// What storing `page` for `identifiers` writes (fresh, then its stale
+    /// windows); nil when the page may not be kept.
+    func entryArguments(_ page: SourcePage, scope: FetchScope, identifiers: [String]) -> EntryArguments? {
+        guard let maxAge = page.maxAgeSeconds, maxAge > 0, maxTTLSeconds > 0 else { return nil }
+        let nowUnixMS = Self.unixMilliseconds()
+        let fresh = Int64(min(maxAge, maxTTLSeconds)) * 1000
+        // Clamped into the entry's ranges, whoever made the page (the
+        // upstream, or another replica's message).
+        let staleIfError = Self.window(page.staleIfErrorSeconds, cap: maxStaleSeconds)
+        let revalidate = Self.window(page.staleWhileRevalidateSeconds, cap: maxStaleSeconds)
+        var arguments = EntryArguments()
+        arguments.keys.reserveCapacity(identifiers.count)
+        arguments.valuesAndMilliseconds.reserveCapacity(2 * identifiers.count)
+        for identifier in identifiers {
+            let entry = SharedCacheEntry(
+                answer: page.encodedProducts[identifier].map(ProductAnswer.product) ?? .unknown,
+                freshUntilUnixMS: nowUnixMS + fresh,
+                staleIfErrorSeconds: staleIfError,
+                revalidateSeconds: revalidate
+            )
+            arguments.keys.append(keys.entry(scope, identifier))
+            arguments.valuesAndMilliseconds.append(entry.encoded)
+            arguments.valuesAndMilliseconds.append(Array(String(entry.keepMilliseconds(nowUnixMS: nowUnixMS)).utf8))
+        }
+        return arguments
     }
 
     /// A stale window in the entry's range: 0 to `cap` (at most 7 days).
