@@ -237,18 +237,24 @@ extension SharedTier {
         _ identifiers: [String], scope: FetchScope, token: String, on connection: RedisConnection,
         announcing kind: SharedOutcomeMessage.Kind = .released, hold: Duration = .zero, storing entries: EntryArguments? = nil
     ) {
-        var scriptKeys: [[UInt8]] = []
-        scriptKeys.reserveCapacity((entries == nil ? 2 : 3) * identifiers.count)
-        if let entries { scriptKeys.append(contentsOf: entries.keys) }
-        for identifier in identifiers { scriptKeys.append(keys.claim(scope, identifier)) }
-        for identifier in identifiers { scriptKeys.append(keys.wait(scope, identifier)) }
-        var arguments: [[UInt8]] = [Array(token.utf8), Array(String(hold.milliseconds).utf8)]
-        if let entries { arguments.append(contentsOf: entries.valuesAndMilliseconds) }
+        let script = entries == nil ? Self.releaseScript : Self.storeAndReleaseScript
+        let keyCount = (entries == nil ? 2 : 3) * identifiers.count
+        var command = RedisCommand.evalsha(script, keyCount: keyCount, reservingBytes: 200 * identifiers.count + (entries?.values.reduce(0) { $0 + $1.count + 24 } ?? 0), arguments: keyCount + 2 + 2 * identifiers.count)
+        if entries != nil { keys.append("v1:p:", scope, identifiers, to: &command) }
+        keys.append("v1:c:", scope, identifiers, to: &command)
+        keys.append("v1:w:", scope, identifiers, to: &command)
+        command.append(token)
+        command.append(Int64(hold.milliseconds))
+        if let entries {
+            for index in identifiers.indices {
+                command.append(entries.values[index])
+                command.append(entries.keepMilliseconds[index])
+            }
+        }
         let metrics = self.metrics
         let log = self.log
         let channel = Array(self.channel.utf8)
-        let script = entries == nil ? Self.releaseScript : Self.storeAndReleaseScript
-        connection.eval(script, keys: scriptKeys, arguments: arguments) { [weak connection] result in
+        connection.eval(script, command) { [weak connection] result in
             switch result {
             case .success(.integer(1)):
                 guard let connection else { return }
