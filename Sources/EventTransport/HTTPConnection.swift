@@ -208,7 +208,7 @@ final class HTTPConnection: @unchecked Sendable {
     /// answer. False when the client has gone; the connection is closed.
     private func sendContinue() -> Bool {
         let interim: StaticString = "HTTP/1.1 100 Continue\r\n\r\n"
-        let written = gw_write2(fd, interim.utf8Start, interim.utf8CodeUnitCount, nil, 0)
+        let written = send(interim.utf8Start, interim.utf8CodeUnitCount, nil, 0)
         if written == interim.utf8CodeUnitCount || written == -Int(EAGAIN) || written == -Int(EINTR) { return true }
         guard written >= 0 else {
             close() // EPIPE, ECONNRESET: nobody will send the body
@@ -386,7 +386,7 @@ final class HTTPConnection: @unchecked Sendable {
         let total = head.count + (sendsBody ? body.count : 0)
         let written = head.withUnsafeBytes { headBytes in
             body.withUnsafeBytes { bodyBytes in
-                gw_write2(fd, headBytes.baseAddress, headBytes.count, bodyBytes.baseAddress, sendsBody ? bodyBytes.count : 0)
+                send(headBytes.baseAddress, headBytes.count, bodyBytes.baseAddress, sendsBody ? bodyBytes.count : 0)
             }
         }
         if written == total {
@@ -411,12 +411,23 @@ final class HTTPConnection: @unchecked Sendable {
         arm(.write, after: front.configuration.writeTimeout)
     }
 
+    /// One `sendmsg` of two buffers: the bytes the socket took, or `-errno`.
+    /// Tests can make the socket seem to take fewer bytes than it would
+    /// (``HTTPServerConfiguration/writeSizeLimitForTesting``).
+    private func send(_ first: UnsafeRawPointer?, _ firstCount: Int, _ second: UnsafeRawPointer?, _ secondCount: Int) -> Int {
+        guard let limit = front.configuration.writeSizeLimitForTesting else {
+            return gw_write2(fd, first, firstCount, second, secondCount)
+        }
+        if firstCount >= limit { return gw_write2(fd, first, limit, nil, 0) }
+        return gw_write2(fd, first, firstCount, second, min(secondCount, limit - firstCount))
+    }
+
     fileprivate func writable() {
         guard phase == .writing else { return }
         let written = outboxHead.withUnsafeBytes { head in
             outboxBody.withUnsafeBytes { body in
                 let rest = body.count - outboxBodySent
-                return gw_write2(fd, head.baseAddress, head.count, rest > 0 ? body.baseAddress! + outboxBodySent : nil, rest)
+                return send(head.baseAddress, head.count, rest > 0 ? body.baseAddress! + outboxBodySent : nil, rest)
             }
         }
         if written == -Int(EAGAIN) { return }

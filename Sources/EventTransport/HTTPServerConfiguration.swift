@@ -27,6 +27,11 @@ public struct HTTPServerConfiguration: Sendable {
     /// reading (and discarding) what the client still sends, so that the
     /// client reads the answer rather than a reset.
     public var lingerTimeout: Duration
+    /// For tests only (`@testable`): when set (at least 1), each write of an
+    /// answer or of `100 Continue` offers the socket at most this many
+    /// bytes, as a socket whose buffer is nearly full takes only part of a
+    /// write.
+    var writeSizeLimitForTesting: Int?
 
     public init(
         host: String,

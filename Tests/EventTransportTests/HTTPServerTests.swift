@@ -1,4 +1,4 @@
-import EventTransport
+@testable import EventTransport
 import Foundation
 import Logging
 import Synchronization
@@ -530,5 +530,27 @@ func statusLine(of response: String) -> String {
         #expect(reading.text.hasPrefix("HTTP/1.1 200 OK\r\n"))
         #expect(reading.end != .timedOut)
         #expect(body(of: reading.text).utf8.count < 32 << 20)
+    }
+
+    /// A `100 Continue` the socket takes only part of is finished before
+    /// the answer's head: the client reads exactly the interim answer, then
+    /// the answer to the body it sent after its own wait.
+    @Test func aPartlyWritten100ContinueIsFinishedBeforeTheAnswer() async throws {
+        let subject = try ServerUnderTest { $0.writeSizeLimitForTesting = 10 }
+        defer { subject.stop() }
+        let socket = try RawSocket(port: subject.port)
+        socket.send("POST /echo HTTP/1.1\r\nHost: a\r\nExpect: 100-continue\r\nContent-Length: 2\r\n\r\n")
+        var start = [UInt8](repeating: 0, count: 10)
+        let count = start.withUnsafeMutableBytes { recv(socket.fd, $0.baseAddress, $0.count, Int32(MSG_WAITALL)) }
+        #expect(count == 10)
+        #expect(String(decoding: start, as: UTF8.self) == "HTTP/1.1 1")
+        // The rest of the interim answer waits for the answer; the client
+        // sends its body anyway, as clients do after a short wait.
+        socket.send("{}")
+        // The rest of the stream reads as two heads: the interim answer's
+        // end, then the answer.
+        let stream = String(decoding: start, as: UTF8.self) + socket.readResponses(2).joined()
+        #expect(stream.hasPrefix("HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\n"))
+        #expect(body(of: String(stream.dropFirst(25))) == "POST /echo 2")
     }
 }
