@@ -82,7 +82,7 @@ public enum ConfigurationVariable: CaseIterable, Hashable, Sendable {
         case .readTimeoutMS: GatewaySetting(
             "GATEWAY_READ_TIMEOUT_MS", flag: "read-timeout-ms", default: .value("10000"), allowed: .integer(1...3_600_000),
             shown: .value { "\($0.readTimeoutMS)" },
-            "Time from a request's first byte to its last, header and body, in milliseconds; then 408 and close.")
+            "Time from a request's first byte to its last, header and body, in milliseconds; then 408 and close. Also the time a client has to read an answer, from its first write; then the connection is reset.")
         case .idleTimeoutMS: GatewaySetting(
             "GATEWAY_IDLE_TIMEOUT_MS", flag: "idle-timeout-ms", default: .value("60000"), allowed: .integer(1...3_600_000),
             shown: .value { "\($0.idleTimeoutMS)" },

@@ -138,6 +138,8 @@ public final class GatewayApplication: Service {
                 limits: .init(maxHeaderBytes: 16384, maxHeaderFields: 100, maxBodyBytes: configuration.maxBodyBytes),
                 readTimeout: .milliseconds(configuration.readTimeoutMS),
                 idleTimeout: .milliseconds(configuration.idleTimeoutMS),
+                // An answer has as long to be read as a request to arrive.
+                writeTimeout: .milliseconds(configuration.readTimeoutMS),
                 maxConnections: descriptors.maxConnections
             ),
             admin: configuration.adminListen,
