@@ -122,9 +122,17 @@ let package = Package(
         ),
 
         // MARK: The TLS test upstream (tests, compose demo).
+        // evhttp over TLS, for the test upstream's faults only: the gateway
+        // never links it. It uses EventTransport's package-level loop and
+        // C-check helpers, and is the one other place that calls libevent.
+        .target(
+            name: "EvhttpTestServer",
+            dependencies: ["CLibevent", "COpenSSL", "CGatewayShims", "EventTransport", "HTTPFraming"],
+            swiftSettings: strictSwift
+        ),
         .target(
             name: "MockUpstream",
-            dependencies: ["EventTransport", "JSONRPC", "ProductsDomain"],
+            dependencies: ["EventTransport", "EvhttpTestServer", "JSONRPC", "ProductsDomain"],
             swiftSettings: strictSwift
         ),
         .executableTarget(

@@ -48,7 +48,7 @@ public final class EventLoop: @unchecked Sendable {
     /// A short name for logs and thread names (`loop-0`, ...).
     public let name: String
 
-    let base: OpaquePointer
+    package let base: OpaquePointer
     private let wakeFD: Int32
     private var wakeEvent: OpaquePointer?
     private let pending = Mutex(PendingWork())
@@ -212,13 +212,17 @@ public final class EventLoop: @unchecked Sendable {
     public func start() {
         // A POSIX thread rather than Foundation's `Thread`: the gateway links
         // FoundationEssentials only.
-        var attributes = pthread_attr_t()
-        pthread_attr_init(&attributes)
-        defer { pthread_attr_destroy(&attributes) }
-        pthread_attr_setstacksize(&attributes, 1 << 20)
-        pthread_attr_setdetachstate(&attributes, Int32(PTHREAD_CREATE_DETACHED))
+        // Allocated rather than `pthread_attr_t()`: pthread_attr_init makes it.
+        let attributes = UnsafeMutablePointer<pthread_attr_t>.allocate(capacity: 1)
+        pthread_attr_init(attributes)
+        defer {
+            pthread_attr_destroy(attributes)
+            attributes.deallocate()
+        }
+        pthread_attr_setstacksize(attributes, 1 << 20)
+        pthread_attr_setdetachstate(attributes, Int32(PTHREAD_CREATE_DETACHED))
         var thread = pthread_t()
-        let created = pthread_create(&thread, &attributes, { context in
+        let created = pthread_create(&thread, attributes, { context in
             let loop = Unmanaged<EventLoop>.fromOpaque(context!).takeRetainedValue()
             _ = gw_set_thread_name(loop.name)
             loop.run()

@@ -13,8 +13,10 @@ import Logging
 /// Phases: `reading` (a new connection gets the shorter of the read and
 /// idle deadlines for its first byte, a kept-alive one the idle deadline;
 /// then the read deadline), `responding` (the handler has the request; what
-/// a pipelining client sends meanwhile waits), `writing` (the answer did not fit the socket;
-/// the idle deadline bounds a client that does not read), `lingering`
+/// a pipelining client sends meanwhile waits; a task answering it is
+/// cancelled when the client hangs up), `writing` (the answer did not fit
+/// the socket; the write deadline bounds a client that does not read it,
+/// and then the connection is reset), `lingering`
 /// (closing after an error: our side is shut, the client's late bytes are
 /// read and dropped until it closes or the linger deadline).
 final class HTTPConnection: @unchecked Sendable {
@@ -64,6 +66,15 @@ final class HTTPConnection: @unchecked Sendable {
     private var outboxBody: [UInt8] = []
     private var outboxBodySent = 0
     private var outboxHeld: (any AnyObject & Sendable)?
+    /// The task answering the request being answered
+    /// (``HTTPResponder/send(after:)``): cancelled when the client hangs up
+    /// (or only stops sending: that cannot be told apart) or the connection
+    /// closes before the answer, so work that waits (a batch's turn) can
+    /// leave at once. Let go when the answer comes.
+    private var answeringTask: Task<Void, Never>?
+    /// The client has stopped sending (end of stream or an error) while its
+    /// request was being answered.
+    private var clientStopped = false
     /// Which request an answer belongs to; a late answer to an earlier one
     /// (the connection closed and was reused by no one) is dropped.
     private var serial: UInt64 = 0
@@ -114,10 +125,14 @@ final class HTTPConnection: @unchecked Sendable {
         guard count > 0 else {
             if phase == .responding || phase == .writing {
                 // The client has finished sending (perhaps only half-closed):
-                // it still gets its answer, then the connection closes.
+                // it still gets its answer, then the connection closes. A
+                // task still working on that answer is told (cancelled): the
+                // client has most likely gone.
                 enableReading(false)
                 closeAfterAnswer = true
                 keepAlive = false
+                clientStopped = true
+                cancelAnsweringTask()
                 return
             }
             // End of stream or an error: nothing more will come. A request
@@ -193,7 +208,7 @@ final class HTTPConnection: @unchecked Sendable {
     /// answer. False when the client has gone; the connection is closed.
     private func sendContinue() -> Bool {
         let interim: StaticString = "HTTP/1.1 100 Continue\r\n\r\n"
-        let written = gw_write2(fd, interim.utf8Start, interim.utf8CodeUnitCount, nil, 0)
+        let written = send(interim.utf8Start, interim.utf8CodeUnitCount, nil, 0)
         if written == interim.utf8CodeUnitCount || written == -Int(EAGAIN) || written == -Int(EINTR) { return true }
         guard written >= 0 else {
             close() // EPIPE, ECONNRESET: nobody will send the body
@@ -257,6 +272,33 @@ final class HTTPConnection: @unchecked Sendable {
 
     // MARK: - Answering
 
+    /// `task` answers request `serial`, from any thread: it is cancelled
+    /// if the client stops sending or the connection closes first (at once
+    /// if that has happened already).
+    func answering(serial: UInt64, by task: Task<Void, Never>) {
+        if loop.inEventLoop {
+            answeringOnLoop(serial: serial, by: task)
+        } else if !loop.execute({ self.answeringOnLoop(serial: serial, by: task) }) {
+            task.cancel() // a stopped loop: nobody will write the answer
+        }
+    }
+
+    private func answeringOnLoop(serial: UInt64, by task: Task<Void, Never>) {
+        guard phase == .responding, serial == self.serial, !clientStopped else {
+            // Closed, or the client stopped sending, before the task was
+            // known; or the task has answered already (cancelling it is
+            // then harmless).
+            task.cancel()
+            return
+        }
+        answeringTask = task
+    }
+
+    private func cancelAnsweringTask() {
+        answeringTask?.cancel()
+        answeringTask = nil
+    }
+
     /// Sends the answer to request `serial`, from any thread.
     func respond(serial: UInt64, with response: HTTPResponse) {
         if loop.inEventLoop {
@@ -285,6 +327,7 @@ final class HTTPConnection: @unchecked Sendable {
 
     private func respondOnLoop(serial: UInt64, with response: HTTPResponse) {
         guard phase == .responding, serial == self.serial else { return }
+        answeringTask = nil
         let close = !keepAlive || front.server.isDraining || Self.asksToClose(response.headers)
         write(status: response.status, headers: response.headers, body: response.body, close: close || closeAfterAnswer, held: response.heldUntilWritten)
     }
@@ -343,7 +386,7 @@ final class HTTPConnection: @unchecked Sendable {
         let total = head.count + (sendsBody ? body.count : 0)
         let written = head.withUnsafeBytes { headBytes in
             body.withUnsafeBytes { bodyBytes in
-                gw_write2(fd, headBytes.baseAddress, headBytes.count, bodyBytes.baseAddress, sendsBody ? bodyBytes.count : 0)
+                send(headBytes.baseAddress, headBytes.count, bodyBytes.baseAddress, sendsBody ? bodyBytes.count : 0)
             }
         }
         if written == total {
@@ -365,7 +408,18 @@ final class HTTPConnection: @unchecked Sendable {
         front.returnHeadBuffer(head)
         phase = .writing
         guard watch(writeEvent, "event_add(write)") else { return }
-        arm(.write, after: front.configuration.idleTimeout)
+        arm(.write, after: front.configuration.writeTimeout)
+    }
+
+    /// One `sendmsg` of two buffers: the bytes the socket took, or `-errno`.
+    /// Tests can make the socket seem to take fewer bytes than it would
+    /// (``HTTPServerConfiguration/writeSizeLimitForTesting``).
+    private func send(_ first: UnsafeRawPointer?, _ firstCount: Int, _ second: UnsafeRawPointer?, _ secondCount: Int) -> Int {
+        guard let limit = front.configuration.writeSizeLimitForTesting else {
+            return gw_write2(fd, first, firstCount, second, secondCount)
+        }
+        if firstCount >= limit { return gw_write2(fd, first, limit, nil, 0) }
+        return gw_write2(fd, first, firstCount, second, min(secondCount, limit - firstCount))
     }
 
     fileprivate func writable() {
@@ -373,7 +427,7 @@ final class HTTPConnection: @unchecked Sendable {
         let written = outboxHead.withUnsafeBytes { head in
             outboxBody.withUnsafeBytes { body in
                 let rest = body.count - outboxBodySent
-                return gw_write2(fd, head.baseAddress, head.count, rest > 0 ? body.baseAddress! + outboxBodySent : nil, rest)
+                return send(head.baseAddress, head.count, rest > 0 ? body.baseAddress! + outboxBodySent : nil, rest)
             }
         }
         if written == -Int(EAGAIN) { return }
@@ -464,7 +518,14 @@ final class HTTPConnection: @unchecked Sendable {
         }
         self.deadline = nil
         switch deadlineKind {
-        case .idle, .write, .linger:
+        case .idle, .linger:
+            close()
+        case .write:
+            // The answer is lost either way: a reset frees the socket's
+            // buffers at once, where a close would leave the kernel
+            // trickling them to a client that does not read (as nginx's
+            // `reset_timedout_connection`).
+            _ = gw_socket_set_linger_zero(fd)
             close()
         case .read:
             guard phase == .reading else { return }
@@ -522,6 +583,7 @@ final class HTTPConnection: @unchecked Sendable {
         resumeTimer?.cancel()
         resumeTimer = nil
         requestHeaders = nil
+        cancelAnsweringTask()
         outboxHead = []
         outboxBody = []
         outboxHeld = nil

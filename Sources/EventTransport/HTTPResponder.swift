@@ -30,14 +30,21 @@ public struct HTTPResponder: ~Copyable, @unchecked Sendable {
     /// Runs `work` in a task on the loop that accepted the request (so the
     /// call and its answer never leave that thread), and sends what it
     /// returns.
+    ///
+    /// The task is cancelled when the client stops sending before the
+    /// answer (it hung up, or only shut its side: TCP does not tell the two
+    /// apart) or the connection closes: work that waits can then leave early
+    /// (what it returns is still written when the socket takes it, as to a
+    /// client that only shut its side).
     public consuming func send(after work: @escaping @Sendable () async -> HTTPResponse) {
         let connection = self.connection.takeRetainedValue()
         let serial = self.serial
         discard self
-        Task(executorPreference: connection.loop) {
+        let task = Task(executorPreference: connection.loop) {
             let response = await work()
             connection.respond(serial: serial, with: response)
         }
+        connection.answering(serial: serial, by: task)
     }
 
     /// Hands the answer to a callback that may run on any thread, later:

@@ -11,9 +11,15 @@ public struct HTTPServerConfiguration: Sendable {
     public var limits: HTTPRequestParser.Limits
     /// From a request's first byte to its last; then `408` and close.
     public var readTimeout: Duration
-    /// How long a connection may wait with no request in progress, and how
-    /// long a client may take to read an answer; then the connection closes.
+    /// How long a connection may wait with no request in progress; then
+    /// the connection closes.
     public var idleTimeout: Duration
+    /// How long a client may take to read an answer the socket did not take
+    /// at once, from the answer's first write to its last byte (not reset by
+    /// progress, so a client that reads a byte now and then is bounded too);
+    /// then the connection is reset, and what the answer held is let go
+    /// (``HTTPResponse/heldUntilWritten``).
+    public var writeTimeout: Duration
     /// Most client connections open at once, over all loops. One more is
     /// accepted, told `503`, and closed.
     public var maxConnections: Int
@@ -21,6 +27,11 @@ public struct HTTPServerConfiguration: Sendable {
     /// reading (and discarding) what the client still sends, so that the
     /// client reads the answer rather than a reset.
     public var lingerTimeout: Duration
+    /// For tests only (`@testable`): when set (at least 1), each write of an
+    /// answer or of `100 Continue` offers the socket at most this many
+    /// bytes, as a socket whose buffer is nearly full takes only part of a
+    /// write.
+    var writeSizeLimitForTesting: Int?
 
     public init(
         host: String,
@@ -28,6 +39,7 @@ public struct HTTPServerConfiguration: Sendable {
         limits: HTTPRequestParser.Limits = .init(),
         readTimeout: Duration = .seconds(10),
         idleTimeout: Duration = .seconds(60),
+        writeTimeout: Duration = .seconds(10),
         maxConnections: Int = 1024,
         lingerTimeout: Duration = .seconds(2)
     ) {
@@ -36,6 +48,7 @@ public struct HTTPServerConfiguration: Sendable {
         self.limits = limits
         self.readTimeout = readTimeout
         self.idleTimeout = idleTimeout
+        self.writeTimeout = writeTimeout
         self.maxConnections = maxConnections
         self.lingerTimeout = lingerTimeout
     }

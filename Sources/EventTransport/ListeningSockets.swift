@@ -3,11 +3,11 @@ import Glibc
 
 /// One listening socket per loop, all on the same port with
 /// `SO_REUSEPORT`, so the kernel spreads connections over the loops.
-enum ListeningSockets {
+package enum ListeningSockets {
     /// Opens `count` listeners on `host:port`; returns the bound port (the
     /// real one when `port` is 0) and the descriptors, or closes them all
     /// and throws.
-    static func open(host: String, port: Int, count: Int) throws(TransportError) -> (port: Int, fds: [Int32]) {
+    package static func open(host: String, port: Int, count: Int) throws(TransportError) -> (port: Int, fds: [Int32]) {
         var port = port
         if port != 0 {
             // SO_REUSEPORT would also let the listeners join another

@@ -130,30 +130,27 @@ public final class RedisConnection: @unchecked Sendable {
     /// ``RedisError/Kind/notConnected`` when the connection is not ready.
     /// Commands sent in one loop turn go out together (pipelined).
     public func send(_ arguments: [[UInt8]], completion: @escaping Completion) {
+        send(RedisCommand(arguments), completion: completion)
+    }
+
+    /// ``send(_:completion:)`` of a command already written into one buffer.
+    public func send(_ command: RedisCommand, completion: @escaping Completion) {
         loop.preconditionInEventLoop()
         guard state == .ready, onMessage == nil, let context else {
             completion(.failure(RedisError(.notConnected, "no Redis connection is ready")))
             return
         }
-        guard enqueue(arguments, on: context, deadline: .now + endpoint.commandTimeout, isHandshake: false, completion: completion) else {
+        guard enqueue(command, on: context, deadline: .now + endpoint.commandTimeout, isHandshake: false, completion: completion) else {
             completion(.failure(RedisError(.disconnected, "hiredis refused the command")))
             return
         }
     }
 
-    /// ``send(_:completion:)`` for a task that runs on `loop`.
-    public func command(_ arguments: [[UInt8]]) async -> Result<RedisValue, RedisError> {
-        loop.preconditionInEventLoop()
-        return await withCheckedContinuation { continuation in
-            send(arguments) { continuation.resume(returning: $0) }
-        }
-    }
-
-    private func enqueue(_ arguments: [[UInt8]], on context: UnsafeMutablePointer<redisAsyncContext>, deadline: ContinuousClock.Instant, isHandshake: Bool, completion: @escaping Completion) -> Bool {
+    private func enqueue(_ command: RedisCommand, on context: UnsafeMutablePointer<redisAsyncContext>, deadline: ContinuousClock.Instant, isHandshake: Bool, completion: @escaping Completion) -> Bool {
         let sequence = nextSequence
         nextSequence &+= 1
         if nextSequence == 0 { nextSequence = 1 }
-        guard Self.submit(arguments, to: context, sequence: sequence) else { return false }
+        guard Self.submit(command, to: context, sequence: sequence) else { return false }
         pending.append(Pending(sequence: sequence, deadline: deadline, isHandshake: isHandshake, completion: completion))
         // A command's deadline may come before the one the timer watches
         // (the handshake's, a second or more, right after a reconnect):
@@ -165,32 +162,25 @@ public final class RedisConnection: @unchecked Sendable {
         return true
     }
 
-    /// `redisAsyncCommandArgv` with binary-safe arguments. hiredis copies
-    /// them into its output buffer before returning.
-    private static func submit(_ arguments: [[UInt8]], to context: UnsafeMutablePointer<redisAsyncContext>, sequence: UInt) -> Bool {
-        var flat: [UInt8] = []
-        flat.reserveCapacity(arguments.reduce(1) { $0 + $1.count })
-        var lengths: [Int] = []
-        lengths.reserveCapacity(arguments.count)
-        for argument in arguments {
-            flat.append(contentsOf: argument)
-            lengths.append(argument.count)
-        }
-        flat.append(0)
-        return flat.withUnsafeBufferPointer { buffer in
-            let base = UnsafeRawPointer(buffer.baseAddress!)
-            var offset = 0
-            var pointers: [UnsafePointer<CChar>?] = []
-            pointers.reserveCapacity(lengths.count)
-            for length in lengths {
-                pointers.append(base.advanced(by: offset).assumingMemoryBound(to: CChar.self))
-                offset += length
-            }
-            return pointers.withUnsafeMutableBufferPointer { argv in
-                lengths.withUnsafeBufferPointer { argvlen in
+    /// `redisAsyncCommandArgv` with binary-safe arguments, pointing into
+    /// the command's one buffer (the pointer table on the stack). hiredis
+    /// copies them into its output buffer before returning.
+    private static func submit(_ command: RedisCommand, to context: UnsafeMutablePointer<redisAsyncContext>, sequence: UInt) -> Bool {
+        let lengths = command.lengths
+        return command.bytes.withUnsafeBufferPointer { buffer in
+            // An empty buffer has no base address; hiredis needs one for
+            // every argument, even an empty one.
+            let base = UnsafeRawPointer(buffer.baseAddress) ?? UnsafeRawPointer(bitPattern: 1)!
+            return withUnsafeTemporaryAllocation(of: UnsafePointer<CChar>?.self, capacity: lengths.count) { argv in
+                var offset = 0
+                for (index, length) in lengths.enumerated() {
+                    argv[index] = base.advanced(by: offset).assumingMemoryBound(to: CChar.self)
+                    offset += length
+                }
+                return lengths.withUnsafeBufferPointer { argvlen in
                     redisAsyncCommandArgv(
                         context, redisReplyCallback, UnsafeMutableRawPointer(bitPattern: sequence),
-                        Int32(arguments.count), argv.baseAddress, argvlen.baseAddress
+                        Int32(lengths.count), argv.baseAddress, argvlen.baseAddress
                     ) == REDIS_OK
                 }
             }
@@ -253,13 +243,13 @@ public final class RedisConnection: @unchecked Sendable {
         handshakeLeft = 0
         if let password = endpoint.password {
             handshakeLeft += 1
-            _ = enqueue([Array("AUTH".utf8), Array(password.utf8)], on: context, deadline: deadline, isHandshake: true) { [self] result in
+            _ = enqueue(RedisCommand([Array("AUTH".utf8), Array(password.utf8)]), on: context, deadline: deadline, isHandshake: true) { [self] result in
                 handshakeReplied(result, step: "AUTH")
             }
         }
         if endpoint.database != 0 {
             handshakeLeft += 1
-            _ = enqueue([Array("SELECT".utf8), Array(String(endpoint.database).utf8)], on: context, deadline: deadline, isHandshake: true) { [self] result in
+            _ = enqueue(RedisCommand([Array("SELECT".utf8), Array(String(endpoint.database).utf8)]), on: context, deadline: deadline, isHandshake: true) { [self] result in
                 handshakeReplied(result, step: "SELECT \(endpoint.database)")
             }
         }

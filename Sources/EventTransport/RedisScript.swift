@@ -22,23 +22,38 @@ public struct RedisScript: Sendable {
     }
 }
 
+extension RedisCommand {
+    /// `EVALSHA sha keyCount`: append the keys, then the arguments, and
+    /// send it with ``RedisConnection/eval(_:_:completion:)``.
+    public static func evalsha(_ script: RedisScript, keyCount: Int, reservingBytes bytes: Int = 256, arguments: Int = 8) -> RedisCommand {
+        var command = RedisCommand(reservingBytes: bytes, arguments: 3 + arguments)
+        command.append(Array("EVALSHA".utf8))
+        command.append(script.sha1)
+        command.append(Int64(keyCount))
+        return command
+    }
+}
+
 extension RedisConnection {
     /// Runs `script` with `keys` and `arguments`: `EVALSHA`, then `EVAL`
     /// with the text if the server answers `NOSCRIPT` (which also loads it
     /// for the next calls). `completion` runs once, on the loop.
     public func eval(_ script: RedisScript, keys: [[UInt8]], arguments: [[UInt8]], completion: @escaping Completion) {
-        var command: [[UInt8]] = [Array("EVALSHA".utf8), script.sha1, Array(String(keys.count).utf8)]
-        command.reserveCapacity(3 + keys.count + arguments.count)
-        command.append(contentsOf: keys)
-        command.append(contentsOf: arguments)
+        var command = RedisCommand.evalsha(script, keyCount: keys.count, arguments: keys.count + arguments.count)
+        for key in keys { command.append(key) }
+        for argument in arguments { command.append(argument) }
+        eval(script, command, completion: completion)
+    }
+
+    /// Runs `script` as `command` (made by ``RedisCommand/evalsha(_:keyCount:reservingBytes:arguments:)``,
+    /// keys and arguments appended), falling back to `EVAL` on `NOSCRIPT`.
+    public func eval(_ script: RedisScript, _ command: RedisCommand, completion: @escaping Completion) {
         send(command) { [weak self] result in
             guard case .success(.error(let message)) = result, message.hasPrefix("NOSCRIPT"), let self else {
                 completion(result)
                 return
             }
-            command[0] = Array("EVAL".utf8)
-            command[1] = script.body
-            self.send(command, completion: completion)
+            self.send(command.replacingFirstTwo(with: Array("EVAL".utf8), script.body), completion: completion)
         }
     }
 }

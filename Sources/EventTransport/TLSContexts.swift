@@ -67,5 +67,5 @@ public final class TLSServerContext: @unchecked Sendable {
 
     deinit { SSL_CTX_free(context) }
 
-    func makeSSL() -> OpaquePointer? { SSL_new(context) }
+    package func makeSSL() -> OpaquePointer? { SSL_new(context) }
 }

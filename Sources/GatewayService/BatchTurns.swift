@@ -14,8 +14,10 @@ import Synchronization
 ///
 /// Waiting is bounded as well: at most 4 × `GATEWAY_BATCH_CONCURRENCY`
 /// batches wait (one more is told the queue is full, `503`), each holding
-/// only its request's bytes, and a wait ends at the batch's deadline (its
-/// calls then answer from memory, or `cancelled`, without a turn).
+/// only its request's bytes, a wait ends at the batch's deadline (its
+/// calls then answer from memory, or `cancelled`, without a turn), and a
+/// batch whose task is cancelled (its connection closed) leaves the queue
+/// at once, freeing its place.
 final class BatchTurns: Sendable {
     /// A batch's turn. It ends when its last reference goes: the
     /// connection keeps it with the answer until the answer is written or
@@ -40,11 +42,24 @@ final class BatchTurns: Sendable {
         case queueFull
         /// The deadline passed first.
         case deadlinePassed
+        /// The task was cancelled (the client hung up) while it waited, or
+        /// before it would have: it left the queue, and gets no turn.
+        case cancelled
+    }
+
+    /// How a wait's continuation is resumed.
+    private enum Resumed {
+        /// A turn was free after all: the batch never waited.
+        case turnAtOnce
+        /// A turn handed over by a batch that ended its own.
+        case turn
+        /// Left the queue (deadline or cancellation), or never joined it.
+        case left
     }
 
     private struct Waiter {
         let ticket: UInt64
-        let continuation: CheckedContinuation<Bool, Never>
+        let continuation: CheckedContinuation<Resumed, Never>
     }
 
     private struct State {
@@ -80,8 +95,12 @@ final class BatchTurns: Sendable {
     /// The caller's turn, at once when one is free, else when the batches
     /// ahead have ended theirs, unless ``maxWaiting`` batches already wait
     /// (``Wait/queueFull``, at once) or `deadline` comes first
-    /// (``Wait/deadlinePassed``). A turn given to a task that no longer
-    /// wants it ends as soon as it is dropped.
+    /// (``Wait/deadlinePassed``), or the task is cancelled before its turn
+    /// comes (``Wait/cancelled``: it leaves the queue at once, or never
+    /// joins it). A free turn is taken even by a cancelled task: its client
+    /// may only have shut its sending side, and a batch that does not wait
+    /// holds no place. A turn given to a task that no longer wants it ends
+    /// as soon as it is dropped.
     func begin(until deadline: ContinuousClock.Instant) async -> Wait {
         enum Start { case now, full, wait(UInt64) }
         let start = state.withLock { state -> Start in
@@ -100,35 +119,63 @@ final class BatchTurns: Sendable {
         case .wait(let number): ticket = number
         }
         let timeout = WaitTimeout()
-        let gotTurn = await withCheckedContinuation { (continuation: CheckedContinuation<Bool, Never>) in
-            // Checked again under the lock: a turn may have ended meanwhile.
-            let now = state.withLock { state -> Bool in
-                if state.free > 0 {
-                    state.free -= 1
-                    return true
+        let resumed = await withTaskCancellationHandler {
+            await withCheckedContinuation { (continuation: CheckedContinuation<Resumed, Never>) in
+                // Checked again under the lock: a turn may have ended
+                // meanwhile. Cancellation too: the task's flag is set before
+                // its handler runs, and the handler takes this lock, so a
+                // cancellation that comes before the waiter is queued is
+                // seen here, and one that comes after finds it queued.
+                enum Queued { case turn, cancelled, waiting }
+                let queued = state.withLock { state -> Queued in
+                    if state.free > 0 {
+                        state.free -= 1
+                        return .turn
+                    }
+                    if Task.isCancelled { return .cancelled }
+                    state.waiting.append(Waiter(ticket: ticket, continuation: continuation))
+                    waitingChanged(1)
+                    return .waiting
                 }
-                state.waiting.append(Waiter(ticket: ticket, continuation: continuation))
-                waitingChanged(1)
-                return false
-            }
-            if now {
-                continuation.resume(returning: true)
-                return
-            }
-            // Armed once the waiter is queued, so it always finds it (or
-            // finds it served, and does nothing).
-            timeout.start { [self] in
-                // Not a moment early: the batch's calls must find their
-                // deadline passed, and start no fetch.
-                while ContinuousClock.now < deadline {
-                    try? await Task.sleep(until: deadline, clock: .continuous)
-                    guard !Task.isCancelled else { return }
+                switch queued {
+                case .turn:
+                    continuation.resume(returning: .turnAtOnce)
+                    return
+                case .cancelled:
+                    continuation.resume(returning: .left)
+                    return
+                case .waiting:
+                    break
                 }
-                cancelWait(ticket)
+                // Armed once the waiter is queued, so it always finds it (or
+                // finds it served, and does nothing).
+                timeout.start { [self] in
+                    // Not a moment early: the batch's calls must find their
+                    // deadline passed, and start no fetch.
+                    while ContinuousClock.now < deadline {
+                        try? await Task.sleep(until: deadline, clock: .continuous)
+                        guard !Task.isCancelled else { return }
+                    }
+                    cancelWait(ticket)
+                }
             }
+        } onCancel: {
+            cancelWait(ticket)
         }
         timeout.cancel()
-        return gotTurn ? .turn(Turn(self)) : .deadlinePassed
+        switch resumed {
+        case .turnAtOnce:
+            return .turn(Turn(self))
+        case .turn:
+            guard !Task.isCancelled else {
+                // Handed over just as the client left: it goes on at once.
+                end()
+                return .cancelled
+            }
+            return .turn(Turn(self))
+        case .left:
+            return Task.isCancelled ? .cancelled : .deadlinePassed
+        }
     }
 
     /// Ends the wait of `ticket`, if it still waits: it gets no turn.
@@ -143,7 +190,7 @@ final class BatchTurns: Sendable {
             }
             return waiter
         }
-        waiter?.continuation.resume(returning: false)
+        waiter?.continuation.resume(returning: .left)
     }
 
     /// A turn ended: handed straight to the first waiting batch, if any.
@@ -167,7 +214,7 @@ final class BatchTurns: Sendable {
             }
             return next
         }
-        next?.continuation.resume(returning: true)
+        next?.continuation.resume(returning: .turn)
     }
 }
 

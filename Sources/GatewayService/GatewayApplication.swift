@@ -143,6 +143,8 @@ public final class GatewayApplication: Service {
                 limits: .init(maxHeaderBytes: 16384, maxHeaderFields: 100, maxBodyBytes: configuration.maxBodyBytes),
                 readTimeout: .milliseconds(configuration.readTimeoutMS),
                 idleTimeout: .milliseconds(configuration.idleTimeoutMS),
+                // An answer has as long to be read as a request to arrive.
+                writeTimeout: .milliseconds(configuration.readTimeoutMS),
                 maxConnections: descriptors.maxConnections
             ),
             admin: configuration.adminListen,
@@ -271,12 +273,18 @@ public final class GatewayApplication: Service {
         }
     }
 
+    /// The `outcome` label of a call's metrics and log line: `ok`, the
+    /// typed failure's reason (``ProductsFetchFailure``, or a
+    /// ``ParamsError`` the contract names one for, such as
+    /// `regionUnresolved`, carried by the error as its
+    /// ``JSONRPCError/cause``), or the protocol error's name.
     static func outcome(of result: Result<JSONValue, JSONRPCError>) -> String {
         switch result {
         case .success:
             return "ok"
         case .failure(let error):
-            if let reason = error.data?.objectValue?["reason"]?.stringValue { return reason }
+            if let failure = error.cause as? ProductsFetchFailure { return failure.reason }
+            if let refused = error.cause as? ParamsError, let reason = refused.reason { return reason }
             switch error.code {
             case -32602: return "invalidParams"
             case -32601: return "methodNotFound"

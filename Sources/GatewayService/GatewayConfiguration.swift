@@ -44,7 +44,8 @@ public struct GatewayConfiguration: Sendable {
     public var apiKeys: [String]
     public var upstreamTimeoutMS: Int
     public var upstreamMaxIDs: Int
-    /// `GATEWAY_MERGE_WINDOW_US`: how long a loop may hold a miss to merge it (0: its turn only).
+    /// `GATEWAY_MERGE_WINDOW_US`: how long a loop may hold a miss to merge
+    /// it with others, in microseconds (0: only within one loop turn).
     public var mergeWindowUS: Int
     public var upstreamConcurrency: Int
     public var upstreamRetries: Int
@@ -92,14 +93,15 @@ public struct GatewayConfiguration: Sendable {
     }
 
     /// Reads every variable from `environment`, with `overrides` (the
-    /// command-line flags) taking precedence.
+    /// command-line flags) taking precedence. Defaults and ranges are the
+    /// settings table's (``ConfigurationVariable/setting``).
     public static func load(
         environment: [String: String],
         overrides: [ConfigurationVariable: String] = [:]
     ) throws(ConfigurationError) -> GatewayConfiguration {
         let source = SettingSource(environment: environment, overrides: overrides)
         try source.refusePlaceholders()
-        let (host, port) = try source.listenAddress(.listen, default: "127.0.0.1:8080")
+        let (host, port) = try source.listenAddress(.listen)
         let adminListen = try source.adminListenAddress(mainPort: port)
         let upstream = try source.upstream()
         let catalogPath = source.string(.catalog)
@@ -123,77 +125,46 @@ public struct GatewayConfiguration: Sendable {
             listenHost: host,
             listenPort: port,
             adminListen: adminListen,
-            workers: try source.integer(.workers, in: 1...256, default: ProcessInfo.processInfo.activeProcessorCount),
+            workers: try source.integer(.workers),
             upstream: upstream,
             appID: appID,
             apiToken: try source.secret(value: .apiToken, file: .apiTokenFile),
             caFile: caFile,
             catalogPath: catalogPath,
             defaultCountry: defaultCountry,
-            maxIdentifiers: try source.integer(.maxIDs, in: 1...10_000, default: 100),
-            maxBatch: try source.integer(.maxBatch, in: 1...1_000, default: 50),
-            batchConcurrency: try source.integer(.batchConcurrency, in: 1...10_000, default: 16),
-            maxBodyBytes: try source.integer(.maxBodyBytes, in: 256...(64 << 20), default: 65536),
-            requestTimeoutMS: try source.integer(.requestTimeoutMS, in: 1...600_000, default: 5000),
-            readTimeoutMS: try source.integer(.readTimeoutMS, in: 1...3_600_000, default: 10_000),
-            idleTimeoutMS: try source.integer(.idleTimeoutMS, in: 1...3_600_000, default: 60_000),
-            maxConnections: try source.integer(.maxConnections, in: 1...1_000_000, default: 1024),
+            maxIdentifiers: try source.integer(.maxIDs),
+            maxBatch: try source.integer(.maxBatch),
+            batchConcurrency: try source.integer(.batchConcurrency),
+            maxBodyBytes: try source.integer(.maxBodyBytes),
+            requestTimeoutMS: try source.integer(.requestTimeoutMS),
+            readTimeoutMS: try source.integer(.readTimeoutMS),
+            idleTimeoutMS: try source.integer(.idleTimeoutMS),
+            maxConnections: try source.integer(.maxConnections),
             apiKeys: try source.apiKeys(),
-            upstreamTimeoutMS: try source.integer(.upstreamTimeoutMS, in: 1...600_000, default: 2000),
-            upstreamMaxIDs: try source.integer(.upstreamMaxIDs, in: 1...1_000, default: 50),
-            mergeWindowUS: try source.integer(.mergeWindowUS, in: 0...100_000, default: 0),
-            upstreamConcurrency: try source.integer(.upstreamConcurrency, in: 1...10_000, default: 64),
-            upstreamRetries: try source.integer(.upstreamRetries, in: 0...10, default: 2),
-            upstreamMaxBodyBytes: try source.integer(.upstreamMaxBodyBytes, in: 1024...(1 << 30), default: 8 << 20),
-            cacheMaxTTLSeconds: try source.integer(.cacheMaxTTLSeconds, in: 0...86_400, default: 60),
-            cacheMaxBytes: try source.integer(.cacheMaxBytes, in: 0...(1 << 40), default: 33_554_432),
-            cacheMaxStaleSeconds: try source.integer(.cacheMaxStaleSeconds, in: 0...604_800, default: 300),
+            upstreamTimeoutMS: try source.integer(.upstreamTimeoutMS),
+            upstreamMaxIDs: try source.integer(.upstreamMaxIDs),
+            mergeWindowUS: try source.integer(.mergeWindowUS),
+            upstreamConcurrency: try source.integer(.upstreamConcurrency),
+            upstreamRetries: try source.integer(.upstreamRetries),
+            upstreamMaxBodyBytes: try source.integer(.upstreamMaxBodyBytes),
+            cacheMaxTTLSeconds: try source.integer(.cacheMaxTTLSeconds),
+            cacheMaxBytes: try source.integer(.cacheMaxBytes),
+            cacheMaxStaleSeconds: try source.integer(.cacheMaxStaleSeconds),
             redis: try source.redis(),
-            shutdownGraceMS: try source.integer(.shutdownGraceMS, in: 0...3_600_000, default: 10_000),
-            logLevel: try source.choice(.logLevel, ["trace", "debug", "info", "notice", "warning", "error", "critical"], default: "info"),
-            logFormat: LogFormat(rawValue: try source.choice(.logFormat, ["json", "text"], default: "json"))!,
+            shutdownGraceMS: try source.integer(.shutdownGraceMS),
+            logLevel: try source.choice(.logLevel),
+            logFormat: LogFormat(rawValue: try source.choice(.logFormat))!,
             systemLocale: SystemLocale(environment: environment)
         )
     }
 
-    /// The configuration as `name=value` pairs for the start-up log, with
-    /// secrets replaced by `<redacted>`.
+    /// The configuration as `name=value` pairs for the start-up log, in
+    /// the settings table's order and as each row shows it: a secret only
+    /// as set or unset.
     public var redactedSummary: [(String, String)] {
-        [
-            ("GATEWAY_LISTEN", "\(listenHost):\(listenPort)"),
-            ("GATEWAY_ADMIN_LISTEN", adminListen.map { "\($0.host):\($0.port)" } ?? "<unset>"),
-            ("GATEWAY_WORKERS", "\(workers)"),
-            ("ONSIDE_UPSTREAM_URL", upstream.map { "https://\($0.host):\($0.port)\($0.basePath)" } ?? "<embedded catalog>"),
-            ("ONSIDE_APP_ID", appID),
-            ("ONSIDE_API_TOKEN", apiToken == nil ? "<unset>" : "<redacted>"),
-            ("ONSIDE_CA_FILE", caFile ?? "<system store>"),
-            ("GATEWAY_CATALOG", catalogPath ?? (upstream == nil ? "<built-in sample>" : "<unused>")),
-            ("GATEWAY_DEFAULT_COUNTRY", defaultCountry?.text ?? "<unset>"),
-            ("GATEWAY_MAX_IDS", "\(maxIdentifiers)"),
-            ("GATEWAY_MAX_BATCH", "\(maxBatch)"),
-            ("GATEWAY_BATCH_CONCURRENCY", "\(batchConcurrency)"),
-            ("GATEWAY_MAX_BODY_BYTES", "\(maxBodyBytes)"),
-            ("GATEWAY_REQUEST_TIMEOUT_MS", "\(requestTimeoutMS)"),
-            ("GATEWAY_READ_TIMEOUT_MS", "\(readTimeoutMS)"),
-            ("GATEWAY_IDLE_TIMEOUT_MS", "\(idleTimeoutMS)"),
-            ("GATEWAY_MAX_CONNECTIONS", "\(maxConnections)"),
-            ("GATEWAY_API_KEYS", apiKeys.isEmpty ? "<unset>" : "<\(apiKeys.count) redacted>"),
-            ("UPSTREAM_TIMEOUT_MS", "\(upstreamTimeoutMS)"),
-            ("UPSTREAM_MAX_IDS", "\(upstreamMaxIDs)"),
-            ("GATEWAY_MERGE_WINDOW_US", "\(mergeWindowUS)"),
-            ("UPSTREAM_CONCURRENCY", "\(upstreamConcurrency)"),
-            ("UPSTREAM_RETRIES", "\(upstreamRetries)"),
-            ("UPSTREAM_MAX_BODY_BYTES", "\(upstreamMaxBodyBytes)"),
-            ("GATEWAY_CACHE_MAX_TTL_S", "\(cacheMaxTTLSeconds)"),
-            ("GATEWAY_CACHE_MAX_BYTES", "\(cacheMaxBytes)"),
-            ("GATEWAY_CACHE_MAX_STALE_S", "\(cacheMaxStaleSeconds)"),
-            ("GATEWAY_REDIS_URL", redis?.redactedURL ?? "<unset>"),
-            ("GATEWAY_REDIS_TIMEOUT_MS", redis.map { "\($0.timeoutMS)" } ?? "<unused>"),
-            ("GATEWAY_REDIS_PREFIX", redis?.prefix ?? "<unused>"),
-            ("GATEWAY_SHUTDOWN_GRACE_MS", "\(shutdownGraceMS)"),
-            ("LOG_LEVEL", logLevel),
-            ("LOG_FORMAT", logFormat.rawValue),
-        ]
+        ConfigurationVariable.table.compactMap { setting in
+            setting.shown.text(for: self).map { (setting.name, $0) }
+        }
     }
 }
 
@@ -211,6 +182,12 @@ private struct SettingSource {
         return value
     }
 
+    /// The value, else the table's default value (nil when the default is
+    /// to be unset).
+    func stringOrDefault(_ variable: ConfigurationVariable) -> String? {
+        string(variable) ?? variable.setting.defaultValue.text
+    }
+
     /// A value written `<like this>` is a placeholder of an example
     /// configuration (`deploy/kubernetes/configmap.yaml` marks what must be
     /// set so): starting with it would serve calls that all fail.
@@ -226,16 +203,25 @@ private struct SettingSource {
         ConfigurationError(variable: variable.rawValue, message: message)
     }
 
-    func integer(_ variable: ConfigurationVariable, in range: ClosedRange<Int>, default fallback: Int) throws(ConfigurationError) -> Int {
-        guard let text = string(variable) else { return fallback }
+    /// An integer setting: its range and default from the table.
+    func integer(_ variable: ConfigurationVariable) throws(ConfigurationError) -> Int {
+        let setting = variable.setting
+        guard case .integer(let range) = setting.allowed else { preconditionFailure("\(setting.name) is not an integer setting") }
+        if string(variable) == nil, case .processorCount = setting.defaultValue {
+            return ProcessInfo.processInfo.activeProcessorCount
+        }
+        guard let text = stringOrDefault(variable) else { preconditionFailure("\(setting.name) has no default value") }
         guard let value = Int(text), range.contains(value) else {
             throw fail(variable, "expected an integer from \(range.lowerBound) to \(range.upperBound), got '\(text.prefix(40))'")
         }
         return value
     }
 
-    func choice(_ variable: ConfigurationVariable, _ choices: [String], default fallback: String) throws(ConfigurationError) -> String {
-        guard let text = string(variable) else { return fallback }
+    /// One of the table's words for `variable` (its default when not given), in lower case.
+    func choice(_ variable: ConfigurationVariable) throws(ConfigurationError) -> String {
+        let setting = variable.setting
+        guard case .oneOf(let choices) = setting.allowed else { preconditionFailure("\(setting.name) is not a choice") }
+        guard let text = stringOrDefault(variable) else { preconditionFailure("\(setting.name) has no default value") }
         guard choices.contains(text.lowercased()) else {
             throw fail(variable, "expected one of \(choices.joined(separator: ", ")), got '\(text.prefix(40))'")
         }
@@ -247,15 +233,16 @@ private struct SettingSource {
     /// share the callers' connections between them.
     func adminListenAddress(mainPort: Int) throws(ConfigurationError) -> GatewayConfiguration.ListenAddress? {
         guard string(.adminListen) != nil else { return nil }
-        let (host, port) = try listenAddress(.adminListen, default: "")
+        let (host, port) = try listenAddress(.adminListen)
         if port != 0 && port == mainPort {
             throw fail(.adminListen, "port \(port) is GATEWAY_LISTEN's; probes and metrics need a port of their own")
         }
         return .init(host: host, port: port)
     }
 
-    func listenAddress(_ variable: ConfigurationVariable, default fallback: String) throws(ConfigurationError) -> (String, Int) {
-        let text = string(variable) ?? fallback
+    /// `host:port` or `[ipv6]:port`, given or the table's default.
+    func listenAddress(_ variable: ConfigurationVariable) throws(ConfigurationError) -> (String, Int) {
+        guard let text = stringOrDefault(variable) else { preconditionFailure("\(variable.rawValue) is unset and has no default") }
         let host: Substring
         let portText: Substring
         if text.hasPrefix("[") {
@@ -306,13 +293,21 @@ private struct SettingSource {
         return .init(host: host, port: components.port ?? 443, basePath: base)
     }
 
+    /// `ONSIDE_APP_ID`: given, else the table's default without an
+    /// upstream; with one it is required.
     func appID(required: Bool) throws(ConfigurationError) -> String {
-        guard let text = string(.appID) else {
-            if required { throw fail(.appID, "is required when ONSIDE_UPSTREAM_URL is set") }
-            return "demo"
-        }
-        guard text.utf8.count <= 128, text.unicodeScalars.allSatisfy({ $0.value > 0x20 && $0.value < 0x7F }) else {
-            throw fail(.appID, "expected 1 to 128 visible ASCII characters")
+        if required, string(.appID) == nil { throw fail(.appID, "is required when ONSIDE_UPSTREAM_URL is set") }
+        return try visibleASCII(.appID)
+    }
+
+    /// A setting of visible ASCII characters, as many as the table allows,
+    /// given or the table's default.
+    func visibleASCII(_ variable: ConfigurationVariable) throws(ConfigurationError) -> String {
+        let setting = variable.setting
+        guard case .visibleASCII(let lengths) = setting.allowed else { preconditionFailure("\(setting.name) is not visible ASCII") }
+        guard let text = stringOrDefault(variable) else { preconditionFailure("\(setting.name) has no default value") }
+        guard lengths.contains(text.utf8.count), text.unicodeScalars.allSatisfy({ $0.value > 0x20 && $0.value < 0x7F }) else {
+            throw fail(variable, "expected \(lengths.lowerBound) to \(lengths.upperBound) visible ASCII characters")
         }
         return text
     }
@@ -346,11 +341,8 @@ private struct SettingSource {
     /// `GATEWAY_REDIS_PREFIX`. No message ever repeats the password.
     func redis() throws(ConfigurationError) -> GatewayConfiguration.Redis? {
         // Checked with or without a URL: a bad value is a mistake either way.
-        let timeoutMS = try integer(.redisTimeoutMS, in: 1...60_000, default: 50)
-        let prefix = string(.redisPrefix) ?? "onside-gw:"
-        guard prefix.utf8.count <= 64, prefix.unicodeScalars.allSatisfy({ $0.value > 0x20 && $0.value < 0x7F }) else {
-            throw fail(.redisPrefix, "expected 1 to 64 visible ASCII characters")
-        }
+        let timeoutMS = try integer(.redisTimeoutMS)
+        let prefix = try visibleASCII(.redisPrefix)
         guard let text = string(.redisURL) else {
             if string(.redisPasswordFile) != nil { throw fail(.redisPasswordFile, "is only used with GATEWAY_REDIS_URL") }
             return nil

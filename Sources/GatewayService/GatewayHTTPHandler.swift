@@ -121,7 +121,9 @@ final class GatewayHTTPHandler: Sendable {
                 // It waits as its bytes (parsed when the turn comes), in a
                 // queue of at most 4 x GATEWAY_BATCH_CONCURRENCY, until its
                 // calls' deadline at most: then it is answered without a
-                // turn, each call from memory or `cancelled`.
+                // turn, each call from memory or `cancelled`. One whose
+                // client hangs up leaves the queue at once (the task is
+                // cancelled).
                 var turn: BatchTurns.Turn?
                 if pending.isBatch {
                     switch await batchTurns.begin(until: deadline) {
@@ -133,6 +135,14 @@ final class GatewayHTTPHandler: Sendable {
                         return Self.problem(503, "\(batchTurns.maxWaiting) batches are already waiting for their turn (4 x GATEWAY_BATCH_CONCURRENCY); retry in a second", headers: busy)
                     case .deadlinePassed:
                         turn = nil
+                    case .cancelled:
+                        // The client stopped sending while the batch waited
+                        // (it hung up, or shut its side): the batch left the
+                        // queue unanswered. A client still reading is told
+                        // so, as a full queue tells it.
+                        var gone = headers
+                        gone.add("Retry-After", "1")
+                        return Self.problem(503, "the connection was closed while the batch waited for its turn; it left the queue unanswered", headers: gone)
                     }
                 }
                 var response = Self.response(await pending.finish(), headers: headers)

@@ -1,3 +1,4 @@
+import EventTransport
 import Glibc
 import JSONRPC
 import ProductsDomain
@@ -146,21 +147,27 @@ struct SharedTierKeys: Sendable {
 
     /// `{prefix}{kind}{app}:{country}:{language or -}:{identifier}`.
     func key(_ kind: StaticString, _ scope: FetchScope, _ identifier: String) -> [UInt8] {
-        // Bytes appended to one buffer: every identifier of every memory
-        // miss gets keys, and an interpolated String would be built and
-        // copied first.
-        let language = scope.language?.text ?? "-"
-        var key: [UInt8] = []
-        key.reserveCapacity(prefix.utf8.count + kind.utf8CodeUnitCount + scope.appID.utf8.count + 4 + language.utf8.count + identifier.utf8.count)
-        key.append(contentsOf: prefix.utf8)
-        key.append(contentsOf: UnsafeBufferPointer(start: kind.utf8Start, count: kind.utf8CodeUnitCount))
-        key.append(contentsOf: scope.appID.utf8)
-        key.append(UInt8(ascii: ":"))
-        key.append(contentsOf: scope.country.text.utf8)
-        key.append(UInt8(ascii: ":"))
-        key.append(contentsOf: language.utf8)
-        key.append(UInt8(ascii: ":"))
-        key.append(contentsOf: identifier.utf8)
-        return key
+        var command = RedisCommand(reservingBytes: 64, arguments: 1)
+        command.appendArgument { write(kind, scope, identifier, to: &$0) }
+        return command.argumentBytes(0)
+    }
+
+    /// ``key(_:_:_:)`` written straight into a command's argument: every
+    /// identifier of every memory miss gets keys, with no buffer of its own.
+    func write(_ kind: StaticString, _ scope: FetchScope, _ identifier: String, to writer: inout RedisCommand.ArgumentWriter) {
+        writer.append(prefix)
+        writer.append(kind)
+        writer.append(scope.appID)
+        writer.append(byte: UInt8(ascii: ":"))
+        writer.append(scope.country.text)
+        writer.append(byte: UInt8(ascii: ":"))
+        if let language = scope.language { writer.append(language.text) } else { writer.append(byte: UInt8(ascii: "-")) }
+        writer.append(byte: UInt8(ascii: ":"))
+        writer.append(identifier)
+    }
+
+    /// Appends the keys of `kind` for each of `identifiers`, in order.
+    func append(_ kind: StaticString, _ scope: FetchScope, _ identifiers: [String], to command: inout RedisCommand) {
+        for identifier in identifiers { command.appendArgument { write(kind, scope, identifier, to: &$0) } }
     }
 }

@@ -190,6 +190,14 @@ struct SharedTierSource: ProductSource {
     /// on that loop; otherwise the base source alone.
     func fetch(_ request: SourceRequest, on loop: EventLoop, completion: @escaping @Sendable (Result<SourcePage, ProductsFetchFailure>) -> Void) {
         if let connection = tier.coalescingConnection(on: loop) {
+            if let preclaim = request.preclaim, preclaim.ownsAll(of: request.identifiers) {
+                // The usual miss: the lookup leased every identifier, so
+                // nothing is claimed or waited for; what the claim state
+                // machine would do is fetch, renew, then store, release and
+                // publish, which this does without it.
+                LeasedFetch(loop: loop, tier: tier, connection: connection, request: request, token: preclaim.token).run(base, completion: completion)
+                return
+            }
             SharedClaimDriver(loop: loop, tier: tier, connection: connection, source: base, request: request).run(completion: completion)
             return
         }
@@ -204,6 +212,52 @@ struct SharedTierSource: ProductSource {
             }
             // The store goes out on `loop`'s own connection.
             if loop.inEventLoop { stored() } else if !loop.execute(stored) { completion(outcome) }
+        }
+    }
+}
+
+/// A fetch whose identifiers the call's lookup leased, all of them: the
+/// base source fetches while the leases are renewed every
+/// ``SharedTier/renewal``; then the entries, the release and (when a
+/// replica waits) the outcome go out in one script, not waited for. The
+/// same actions ``SharedClaimStateMachine`` takes for a fetch that holds
+/// every lease, with no table of states.
+private final class LeasedFetch: @unchecked Sendable {
+    // @unchecked: `renewalTimer` is touched on `loop` only.
+    private let loop: EventLoop
+    private let tier: SharedTier
+    private let connection: RedisConnection
+    private let request: SourceRequest
+    private let token: String
+    private var renewalTimer: LoopTimer?
+
+    init(loop: EventLoop, tier: SharedTier, connection: RedisConnection, request: SourceRequest, token: String) {
+        self.loop = loop
+        self.tier = tier
+        self.connection = connection
+        self.request = request
+        self.token = token
+    }
+
+    func run(_ base: any ProductSource, completion: @escaping @Sendable (Result<SourcePage, ProductsFetchFailure>) -> Void) {
+        loop.preconditionInEventLoop()
+        armRenewal()
+        base.fetch(request, on: loop) { [self] outcome in
+            let finish: @Sendable () -> Void = { [self] in
+                renewalTimer?.cancel()
+                renewalTimer = nil
+                tier.publish(request.identifiers, outcome: outcome, scope: request.scope, token: token, on: connection)
+                completion(outcome)
+            }
+            if loop.inEventLoop { finish() } else if !loop.execute(finish) { completion(outcome) }
+        }
+    }
+
+    private func armRenewal() {
+        renewalTimer = loop.scheduleTimer(after: SharedTier.renewal) { [self] in
+            guard renewalTimer != nil else { return }
+            tier.renew(request.identifiers, scope: request.scope, token: token, on: connection)
+            armRenewal()
         }
     }
 }

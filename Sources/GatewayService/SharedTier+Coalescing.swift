@@ -42,6 +42,31 @@ extension SharedTier {
         return waited
         """)
 
+    /// ``releaseScript`` after storing entries: `KEYS[1..n]` are the entries'
+    /// keys, then the claims and the wait flags as there; `ARGV[3..]` holds,
+    /// per entry, its value and how long Redis keeps it (ms). The entries
+    /// are stored whoever holds the claims: they are this replica's answer.
+    static let storeAndReleaseScript = RedisScript("""
+        local n = #KEYS / 3
+        for i = 1, n do
+          redis.call('SET', KEYS[i], ARGV[1 + 2 * i], 'PX', ARGV[2 + 2 * i])
+        end
+        local hold = tonumber(ARGV[2])
+        local waited = 0
+        for i = 1, n do
+          if redis.call('GET', KEYS[n + i]) == ARGV[1] then
+            local flagged = redis.call('DEL', KEYS[2 * n + i]) == 1
+            if flagged then waited = 1 end
+            if flagged and hold > 0 then
+              redis.call('SET', KEYS[n + i], ARGV[1] .. ':published', 'PX', hold)
+            else
+              redis.call('DEL', KEYS[n + i])
+            end
+          end
+        end
+        return waited
+        """)
+
     /// How long a released claim stays held while its outcome is published
     /// to the replicas that wait for it.
     static let publishHold = Duration.milliseconds(250)
@@ -179,7 +204,12 @@ extension SharedTier {
         let kind: SharedOutcomeMessage.Kind
         switch outcome {
         case .success(let page):
-            store(page, scope: scope, identifiers: identifiers, on: connection)
+            // The usual miss: its entries and its release in one script, one
+            // command instead of one per identifier and one more.
+            if let entries = entryArguments(page, scope: scope, identifiers: identifiers) {
+                release(identifiers, scope: scope, token: token, on: connection, announcing: .success(page), hold: Self.publishHold, storing: entries)
+                return
+            }
             kind = .success(page)
         case .failure(.cancelled):
             kind = .released
@@ -199,15 +229,32 @@ extension SharedTier {
     /// for any of them (their wait flags), publishes `kind` (by default
     /// "released": look again). The message is built only then: with no
     /// herd, a miss publishes nothing.
-    func release(_ identifiers: [String], scope: FetchScope, token: String, on connection: RedisConnection, announcing kind: SharedOutcomeMessage.Kind = .released, hold: Duration = .zero) {
-        var claimKeys: [[UInt8]] = []
-        claimKeys.reserveCapacity(2 * identifiers.count)
-        for identifier in identifiers { claimKeys.append(keys.claim(scope, identifier)) }
-        for identifier in identifiers { claimKeys.append(keys.wait(scope, identifier)) }
+    ///
+    /// With `entries` (``entryArguments(_:scope:identifiers:)``), the
+    /// entries are stored first, by the same script
+    /// (``storeAndReleaseScript``).
+    func release(
+        _ identifiers: [String], scope: FetchScope, token: String, on connection: RedisConnection,
+        announcing kind: SharedOutcomeMessage.Kind = .released, hold: Duration = .zero, storing entries: EntryArguments? = nil
+    ) {
+        let script = entries == nil ? Self.releaseScript : Self.storeAndReleaseScript
+        let keyCount = (entries == nil ? 2 : 3) * identifiers.count
+        var command = RedisCommand.evalsha(script, keyCount: keyCount, reservingBytes: 200 * identifiers.count + (entries?.values.reduce(0) { $0 + $1.count + 24 } ?? 0), arguments: keyCount + 2 + 2 * identifiers.count)
+        if entries != nil { keys.append("v1:p:", scope, identifiers, to: &command) }
+        keys.append("v1:c:", scope, identifiers, to: &command)
+        keys.append("v1:w:", scope, identifiers, to: &command)
+        command.append(token)
+        command.append(Int64(hold.milliseconds))
+        if let entries {
+            for index in identifiers.indices {
+                command.append(entries.values[index])
+                command.append(entries.keepMilliseconds[index])
+            }
+        }
         let metrics = self.metrics
         let log = self.log
         let channel = Array(self.channel.utf8)
-        connection.eval(Self.releaseScript, keys: claimKeys, arguments: [Array(token.utf8), Array(String(hold.milliseconds).utf8)]) { [weak connection] result in
+        connection.eval(script, command) { [weak connection] result in
             switch result {
             case .success(.integer(1)):
                 guard let connection else { return }

@@ -170,25 +170,25 @@ final class SharedTier: Sendable {
             return
         }
         guard coalescingConnection(on: loop) != nil else {
-            var arguments: [[UInt8]] = [Array("MGET".utf8)]
-            arguments.reserveCapacity(identifiers.count + 1)
-            for identifier in identifiers { arguments.append(keys.entry(scope, identifier)) }
-            connection.send(arguments) { [self] reply in
+            var command = RedisCommand(reservingBytes: 64 * (identifiers.count + 1), arguments: identifiers.count + 1)
+            command.append("MGET")
+            keys.append("v1:p:", scope, identifiers, to: &command)
+            connection.send(command) { [self] reply in
                 completion(entries(of: reply, identifiers: identifiers).map { Lookup(entries: $0, claims: nil) })
             }
             return
         }
         let token = makeClaimToken()
-        var scriptKeys: [[UInt8]] = []
-        scriptKeys.reserveCapacity(3 * identifiers.count)
-        for identifier in identifiers { scriptKeys.append(keys.entry(scope, identifier)) }
-        for identifier in identifiers { scriptKeys.append(keys.claim(scope, identifier)) }
-        for identifier in identifiers { scriptKeys.append(keys.wait(scope, identifier)) }
-        let arguments: [[UInt8]] = [
-            Array(token.utf8), Array(String(Self.lease.milliseconds).utf8),
-            Array(String(Self.unixMilliseconds()).utf8), Array(String(Self.minimumFreshness.milliseconds).utf8),
-        ]
-        connection.eval(Self.lookupScript, keys: scriptKeys, arguments: arguments) { [self] reply in
+        // One buffer for the whole command: three keys per identifier.
+        var command = RedisCommand.evalsha(Self.lookupScript, keyCount: 3 * identifiers.count, reservingBytes: 200 * identifiers.count + 128, arguments: 3 * identifiers.count + 4)
+        keys.append("v1:p:", scope, identifiers, to: &command)
+        keys.append("v1:c:", scope, identifiers, to: &command)
+        keys.append("v1:w:", scope, identifiers, to: &command)
+        command.append(token)
+        command.append(Int64(Self.lease.milliseconds))
+        command.append(Self.unixMilliseconds())
+        command.append(Int64(Self.minimumFreshness.milliseconds))
+        connection.eval(Self.lookupScript, command) { [self] reply in
             guard case .success(.array(let values)) = reply, values.count == 2 * identifiers.count else {
                 // The script may have run, whatever came back.
                 if case .success = reply { release(identifiers, scope: scope, token: token, on: connection) }
@@ -310,27 +310,17 @@ final class SharedTier: Sendable {
 
     /// ``store(_:scope:identifiers:)`` on a connection already known ready.
     func store(_ page: SourcePage, scope: FetchScope, identifiers: [String], on connection: RedisConnection) {
-        guard let maxAge = page.maxAgeSeconds, maxAge > 0, maxTTLSeconds > 0 else { return }
-        let nowUnixMS = Self.unixMilliseconds()
-        let fresh = Int64(min(maxAge, maxTTLSeconds)) * 1000
-        // Clamped into the entry's ranges, whoever made the page (the
-        // upstream, or another replica's message).
-        let staleIfError = Self.window(page.staleIfErrorSeconds, cap: maxStaleSeconds)
-        let revalidate = Self.window(page.staleWhileRevalidateSeconds, cap: maxStaleSeconds)
+        guard let entries = entryArguments(page, scope: scope, identifiers: identifiers) else { return }
         let metrics = self.metrics
         let log = self.log
-        for identifier in identifiers {
-            let entry = SharedCacheEntry(
-                answer: page.encodedProducts[identifier].map(ProductAnswer.product) ?? .unknown,
-                freshUntilUnixMS: nowUnixMS + fresh,
-                staleIfErrorSeconds: staleIfError,
-                revalidateSeconds: revalidate
-            )
-            let keep = entry.keepMilliseconds(nowUnixMS: nowUnixMS)
-            let arguments: [[UInt8]] = [
-                Array("SET".utf8), keys.entry(scope, identifier), entry.encoded, Array("PX".utf8), Array(String(keep).utf8),
-            ]
-            connection.send(arguments) { result in
+        for index in identifiers.indices {
+            var command = RedisCommand(reservingBytes: 128 + entries.values[index].count, arguments: 5)
+            command.append("SET")
+            command.appendArgument { keys.write("v1:p:", scope, identifiers[index], to: &$0) }
+            command.append(entries.values[index])
+            command.append("PX")
+            command.append(entries.keepMilliseconds[index])
+            connection.send(command) { result in
                 switch result {
                 case .success(.status("OK")):
                     break
@@ -343,6 +333,41 @@ final class SharedTier: Sendable {
                 }
             }
         }
+    }
+
+    /// The entries of a page, as Redis arguments: each identifier's
+    /// encoded entry and how long Redis keeps it (ms).
+    struct EntryArguments {
+        /// Each identifier's encoded entry, in order.
+        var values: [[UInt8]] = []
+        /// How long Redis keeps each (ms).
+        var keepMilliseconds: [Int64] = []
+    }
+
+    /// What storing `page` for `identifiers` writes (fresh, then its stale
+    /// windows); nil when the page may not be kept.
+    func entryArguments(_ page: SourcePage, scope: FetchScope, identifiers: [String]) -> EntryArguments? {
+        guard let maxAge = page.maxAgeSeconds, maxAge > 0, maxTTLSeconds > 0 else { return nil }
+        let nowUnixMS = Self.unixMilliseconds()
+        let fresh = Int64(min(maxAge, maxTTLSeconds)) * 1000
+        // Clamped into the entry's ranges, whoever made the page (the
+        // upstream, or another replica's message).
+        let staleIfError = Self.window(page.staleIfErrorSeconds, cap: maxStaleSeconds)
+        let revalidate = Self.window(page.staleWhileRevalidateSeconds, cap: maxStaleSeconds)
+        var arguments = EntryArguments()
+        arguments.values.reserveCapacity(identifiers.count)
+        arguments.keepMilliseconds.reserveCapacity(identifiers.count)
+        for identifier in identifiers {
+            let entry = SharedCacheEntry(
+                answer: page.encodedProducts[identifier].map(ProductAnswer.product) ?? .unknown,
+                freshUntilUnixMS: nowUnixMS + fresh,
+                staleIfErrorSeconds: staleIfError,
+                revalidateSeconds: revalidate
+            )
+            arguments.values.append(entry.encoded)
+            arguments.keepMilliseconds.append(entry.keepMilliseconds(nowUnixMS: nowUnixMS))
+        }
+        return arguments
     }
 
     /// A stale window in the entry's range: 0 to `cap` (at most 7 days).
@@ -496,8 +521,16 @@ struct SharedPreclaim: Sendable {
         self.held = held
     }
 
+    /// Whether these are leases won on exactly `identifiers` (distinct),
+    /// none held elsewhere: the fetch owns every identifier it asks.
+    func ownsAll(of identifiers: [String]) -> Bool {
+        held.isEmpty && won.count == identifiers.count && identifiers.allSatisfy(won.contains)
+    }
+
     /// The part of these leases that `identifiers` adopt.
     func restricted(to identifiers: [String]) -> SharedPreclaim? {
+        // The usual miss: one fetch adopts every lease its lookup won.
+        if ownsAll(of: identifiers) { return self }
         var part = SharedPreclaim(token: token, scope: scope)
         for identifier in identifiers {
             if won.contains(identifier) { part.won.insert(identifier) }

@@ -6,12 +6,22 @@ public struct JSONRPCError: Error, Sendable, Equatable {
     public var message: String
     /// Structured detail for a program, omitted from the object when `nil`.
     public var data: JSONValue?
+    /// The method's own typed failure this object was made from, for the
+    /// server's metrics and logs: they read it as a value, never back from
+    /// `data`. Not part of the object sent, nor of equality.
+    public var cause: (any Error & Sendable)?
 
     /// An error object.
-    public init(code: Int, message: String, data: JSONValue? = nil) {
+    public init(code: Int, message: String, data: JSONValue? = nil, cause: (any Error & Sendable)? = nil) {
         self.code = code
         self.message = message
         self.data = data
+        self.cause = cause
+    }
+
+    /// Equal when the objects sent are equal (``cause`` aside).
+    public static func == (lhs: JSONRPCError, rhs: JSONRPCError) -> Bool {
+        lhs.code == rhs.code && lhs.message == rhs.message && lhs.data == rhs.data
     }
 
     /// -32700: the body is not JSON. `detail` is the parser's message.

@@ -1,4 +1,5 @@
 import EventTransport
+import EvhttpTestServer
 import Foundation
 import JSONRPC
 import ProductsDomain

@@ -29,7 +29,9 @@ public struct ParamsError: Error, Sendable, Equatable, CustomStringConvertible {
         var data = JSONObject()
         if let param { data["param"] = .string(param) }
         if let reason { data["reason"] = .string(reason) }
-        return .invalidParams(message, data: data.count == 0 ? nil : .object(data))
+        var error = JSONRPCError.invalidParams(message, data: data.count == 0 ? nil : .object(data))
+        error.cause = self
+        return error
     }
 
     public var description: String { message }

@@ -130,7 +130,7 @@ public enum ProductsFetchFailure: Error, Sendable, Equatable {
         ])
         if let upstreamStatus { data["upstreamStatus"] = .integer(upstreamStatus) }
         if let retryAfterSeconds { data["retryAfterSeconds"] = .integer(retryAfterSeconds) }
-        return JSONRPCError(code: code, message: message, data: .object(data))
+        return JSONRPCError(code: code, message: message, data: .object(data), cause: self)
     }
 
     private static func clipped(_ detail: String) -> String {

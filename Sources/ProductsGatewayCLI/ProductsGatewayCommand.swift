@@ -13,12 +13,12 @@ struct ProductsGatewayCommand: AsyncParsableCommand {
         defaultSubcommand: ServeCommand.self
     )
 
-    /// Every flag with its variable and default. The flags belong to `serve`,
-    /// but `products-gateway --help` shows only this command's help, and an
-    /// operator should find them there too.
+    /// Every flag with its variable and default, from the settings table.
+    /// The flags belong to `serve`, but `products-gateway --help` shows only
+    /// this command's help, and an operator should find them there too.
     static var flagSummary: String {
-        let lines = ConfigurationVariable.allCases.map { variable in
-            "  --\(variable.flag) <value>  Env: \(variable.rawValue). Default: \(variable.defaultDescription)."
+        let lines = ConfigurationVariable.table.map { setting in
+            "  --\(setting.flag) <value>  Env: \(setting.name). Default: \(setting.defaultValue)."
         }
         return """
         Every flag has an environment variable of the same meaning; a flag wins over its variable. \

@@ -16,115 +16,117 @@ struct ServeCommand: AsyncParsableCommand {
         abstract: "Serve the gateway (the default subcommand)."
     )
 
-    @Option(name: .customLong(ConfigurationVariable.listen.flag), help: Self.help(.listen, "Address and port to serve on."))
+    @Option(name: Self.name(.listen), help: Self.help(.listen))
     var listen: String?
 
-    @Option(name: .customLong(ConfigurationVariable.adminListen.flag), help: Self.help(.adminListen, "A second address serving only /healthz, /readyz and /metrics, outside GATEWAY_MAX_CONNECTIONS (64 connections of its own)."))
+    @Option(name: Self.name(.adminListen), help: Self.help(.adminListen))
     var adminListen: String?
 
-    @Option(name: .customLong(ConfigurationVariable.workers.flag), help: Self.help(.workers, "Event-loop threads."))
+    @Option(name: Self.name(.workers), help: Self.help(.workers))
     var workers: String?
 
-    @Option(name: .customLong(ConfigurationVariable.upstreamURL.flag), help: Self.help(.upstreamURL, "https://host[:port][/base] of the Onside upstream; unset serves the embedded catalog."))
+    @Option(name: Self.name(.upstreamURL), help: Self.help(.upstreamURL))
     var upstreamURL: String?
 
-    @Option(name: .customLong(ConfigurationVariable.appID.flag), help: Self.help(.appID, "The Onside app whose products are served."))
+    @Option(name: Self.name(.appID), help: Self.help(.appID))
     var appID: String?
 
-    @Option(name: .customLong(ConfigurationVariable.apiToken.flag), help: Self.help(.apiToken, "Bearer token for the upstream (prefer the file form; flags show in process lists)."))
+    @Option(name: Self.name(.apiToken), help: Self.help(.apiToken))
     var apiToken: String?
 
-    @Option(name: .customLong(ConfigurationVariable.apiTokenFile.flag), help: Self.help(.apiTokenFile, "File holding the upstream bearer token."))
+    @Option(name: Self.name(.apiTokenFile), help: Self.help(.apiTokenFile))
     var apiTokenFile: String?
 
-    @Option(name: .customLong(ConfigurationVariable.caFile.flag), help: Self.help(.caFile, "PEM file of CA certificates to trust for the upstream."))
+    @Option(name: Self.name(.caFile), help: Self.help(.caFile))
     var caFile: String?
 
-    @Option(name: .customLong(ConfigurationVariable.catalog.flag), help: Self.help(.catalog, "Catalog file served when no upstream URL is set."))
+    @Option(name: Self.name(.catalog), help: Self.help(.catalog))
     var catalog: String?
 
-    @Option(name: .customLong(ConfigurationVariable.defaultCountry.flag), help: Self.help(.defaultCountry, "Default country assumption (ISO 3166-1 alpha-2)."))
+    @Option(name: Self.name(.defaultCountry), help: Self.help(.defaultCountry))
     var defaultCountry: String?
 
-    @Option(name: .customLong(ConfigurationVariable.maxIDs.flag), help: Self.help(.maxIDs, "Most identifiers in one call."))
+    @Option(name: Self.name(.maxIDs), help: Self.help(.maxIDs))
     var maxIDs: String?
 
-    @Option(name: .customLong(ConfigurationVariable.maxBatch.flag), help: Self.help(.maxBatch, "Most requests in one JSON-RPC batch."))
+    @Option(name: Self.name(.maxBatch), help: Self.help(.maxBatch))
     var maxBatch: String?
 
-    @Option(name: .customLong(ConfigurationVariable.batchConcurrency.flag), help: Self.help(.batchConcurrency, "Most batch requests answered at once, each until its answer is written; more wait their turn."))
+    @Option(name: Self.name(.batchConcurrency), help: Self.help(.batchConcurrency))
     var batchConcurrency: String?
 
-    @Option(name: .customLong(ConfigurationVariable.maxBodyBytes.flag), help: Self.help(.maxBodyBytes, "Largest request body."))
+    @Option(name: Self.name(.maxBodyBytes), help: Self.help(.maxBodyBytes))
     var maxBodyBytes: String?
 
-    @Option(name: .customLong(ConfigurationVariable.requestTimeoutMS.flag), help: Self.help(.requestTimeoutMS, "A call's own deadline, in milliseconds."))
+    @Option(name: Self.name(.requestTimeoutMS), help: Self.help(.requestTimeoutMS))
     var requestTimeoutMS: String?
 
-    @Option(name: .customLong(ConfigurationVariable.readTimeoutMS.flag), help: Self.help(.readTimeoutMS, "Time from a request's first byte to its last, header and body, in milliseconds; then 408 and close."))
+    @Option(name: Self.name(.readTimeoutMS), help: Self.help(.readTimeoutMS))
     var readTimeoutMS: String?
 
-    @Option(name: .customLong(ConfigurationVariable.idleTimeoutMS.flag), help: Self.help(.idleTimeoutMS, "Time a connection may wait with no request in progress, in milliseconds; then it is closed."))
+    @Option(name: Self.name(.idleTimeoutMS), help: Self.help(.idleTimeoutMS))
     var idleTimeoutMS: String?
 
-    @Option(name: .customLong(ConfigurationVariable.maxConnections.flag), help: Self.help(.maxConnections, "Most client connections open at once; one more is told 503 and closed. The open-file limit is raised to fit."))
+    @Option(name: Self.name(.maxConnections), help: Self.help(.maxConnections))
     var maxConnections: String?
 
-    @Option(name: .customLong(ConfigurationVariable.apiKeys.flag), help: Self.help(.apiKeys, "Comma-separated API keys; when set, /rpc needs Authorization: Bearer <key>."))
+    @Option(name: Self.name(.apiKeys), help: Self.help(.apiKeys))
     var apiKeys: String?
 
-    @Option(name: .customLong(ConfigurationVariable.apiKeysFile.flag), help: Self.help(.apiKeysFile, "File of API keys, one per line."))
+    @Option(name: Self.name(.apiKeysFile), help: Self.help(.apiKeysFile))
     var apiKeysFile: String?
 
-    @Option(name: .customLong(ConfigurationVariable.upstreamTimeoutMS.flag), help: Self.help(.upstreamTimeoutMS, "Deadline of one upstream attempt, in milliseconds."))
+    @Option(name: Self.name(.upstreamTimeoutMS), help: Self.help(.upstreamTimeoutMS))
     var upstreamTimeoutMS: String?
 
-    @Option(name: .customLong(ConfigurationVariable.upstreamMaxIDs.flag), help: Self.help(.upstreamMaxIDs, "Most identifiers in one upstream call."))
+    @Option(name: Self.name(.upstreamMaxIDs), help: Self.help(.upstreamMaxIDs))
     var upstreamMaxIDs: String?
 
-    @Option(name: .customLong(ConfigurationVariable.mergeWindowUS.flag), help: Self.help(.mergeWindowUS, "How long a loop may hold a miss to merge it with others into one upstream call, in microseconds (0: what arrives in the same loop turn)."))
+    @Option(name: Self.name(.mergeWindowUS), help: Self.help(.mergeWindowUS))
     var mergeWindowUS: String?
 
-    @Option(name: .customLong(ConfigurationVariable.upstreamConcurrency.flag), help: Self.help(.upstreamConcurrency, "Most upstream calls in flight at once."))
+    @Option(name: Self.name(.upstreamConcurrency), help: Self.help(.upstreamConcurrency))
     var upstreamConcurrency: String?
 
-    @Option(name: .customLong(ConfigurationVariable.upstreamRetries.flag), help: Self.help(.upstreamRetries, "Extra attempts after a connection error, 502, 503 or 504."))
+    @Option(name: Self.name(.upstreamRetries), help: Self.help(.upstreamRetries))
     var upstreamRetries: String?
 
-    @Option(name: .customLong(ConfigurationVariable.upstreamMaxBodyBytes.flag), help: Self.help(.upstreamMaxBodyBytes, "Largest upstream answer read; a larger one is an internalError, not retried."))
+    @Option(name: Self.name(.upstreamMaxBodyBytes), help: Self.help(.upstreamMaxBodyBytes))
     var upstreamMaxBodyBytes: String?
 
-    @Option(name: .customLong(ConfigurationVariable.cacheMaxTTLSeconds.flag), help: Self.help(.cacheMaxTTLSeconds, "Cap on how long an upstream answer is reused, in seconds (0: never)."))
+    @Option(name: Self.name(.cacheMaxTTLSeconds), help: Self.help(.cacheMaxTTLSeconds))
     var cacheMaxTTLSeconds: String?
 
-    @Option(name: .customLong(ConfigurationVariable.cacheMaxBytes.flag), help: Self.help(.cacheMaxBytes, "Most bytes the memory cache holds, entries and keys; past it the least used are evicted (0: nothing is kept)."))
+    @Option(name: Self.name(.cacheMaxBytes), help: Self.help(.cacheMaxBytes))
     var cacheMaxBytes: String?
 
-    @Option(name: .customLong(ConfigurationVariable.cacheMaxStaleSeconds.flag), help: Self.help(.cacheMaxStaleSeconds, "Cap on how long past freshness an entry may answer under stale-if-error / stale-while-revalidate, in seconds (0: never)."))
+    @Option(name: Self.name(.cacheMaxStaleSeconds), help: Self.help(.cacheMaxStaleSeconds))
     var cacheMaxStaleSeconds: String?
 
-    @Option(name: .customLong(ConfigurationVariable.redisURL.flag), help: Self.help(.redisURL, "redis://[:password@]host[:port][/db] of the shared tier (prefer the password file; flags show in process lists)."))
+    @Option(name: Self.name(.redisURL), help: Self.help(.redisURL))
     var redisURL: String?
 
-    @Option(name: .customLong(ConfigurationVariable.redisPasswordFile.flag), help: Self.help(.redisPasswordFile, "File holding the Redis password."))
+    @Option(name: Self.name(.redisPasswordFile), help: Self.help(.redisPasswordFile))
     var redisPasswordFile: String?
 
-    @Option(name: .customLong(ConfigurationVariable.redisTimeoutMS.flag), help: Self.help(.redisTimeoutMS, "A Redis round trip slower than this counts as a miss, in milliseconds."))
+    @Option(name: Self.name(.redisTimeoutMS), help: Self.help(.redisTimeoutMS))
     var redisTimeoutMS: String?
 
-    @Option(name: .customLong(ConfigurationVariable.redisPrefix.flag), help: Self.help(.redisPrefix, "Prefix of every key the gateway writes in Redis."))
+    @Option(name: Self.name(.redisPrefix), help: Self.help(.redisPrefix))
     var redisPrefix: String?
 
-    @Option(name: .customLong(ConfigurationVariable.shutdownGraceMS.flag), help: Self.help(.shutdownGraceMS, "Time calls in flight get to finish after SIGTERM or SIGINT, in milliseconds."))
+    @Option(name: Self.name(.shutdownGraceMS), help: Self.help(.shutdownGraceMS))
     var shutdownGraceMS: String?
 
-    @Option(name: .customLong(ConfigurationVariable.logLevel.flag), help: Self.help(.logLevel, "trace, debug, info, notice, warning, error or critical."))
+    @Option(name: Self.name(.logLevel), help: Self.help(.logLevel))
     var logLevel: String?
 
-    @Option(name: .customLong(ConfigurationVariable.logFormat.flag), help: Self.help(.logFormat, "json or text."))
+    @Option(name: Self.name(.logFormat), help: Self.help(.logFormat))
     var logFormat: String?
 
-    /// The flags that were given, keyed by their variable.
+    /// The flags that were given, keyed by their variable. (The
+    /// integration tests give each flag of the table a refused value and
+    /// expect its variable named: a flag left out here fails them.)
     var overrides: [ConfigurationVariable: String] {
         let pairs: [(ConfigurationVariable, String?)] = [
             (.listen, listen),
@@ -169,8 +171,15 @@ struct ServeCommand: AsyncParsableCommand {
         return result
     }
 
-    static func help(_ variable: ConfigurationVariable, _ text: String) -> ArgumentHelp {
-        ArgumentHelp("\(text) Env: \(variable.rawValue). Default: \(variable.defaultDescription).", valueName: "value")
+    /// The flag of `variable`, from the settings table.
+    static func name(_ variable: ConfigurationVariable) -> NameSpecification {
+        .customLong(variable.flag)
+    }
+
+    /// The help of `variable`'s flag: its meaning, variable, default and
+    /// range, all from the settings table.
+    static func help(_ variable: ConfigurationVariable) -> ArgumentHelp {
+        ArgumentHelp(variable.setting.help, valueName: "value")
     }
 
     func run() async throws {

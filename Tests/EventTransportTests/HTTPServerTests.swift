@@ -1,4 +1,4 @@
-import EventTransport
+@testable import EventTransport
 import Foundation
 import Logging
 import Synchronization
@@ -25,7 +25,9 @@ final class HeldToken: Sendable {
 /// - `/slow`: `slow`, after 200 ms;
 /// - `/big`: after 200 ms, an 8 MiB body;
 /// - `/held`: a 32 MiB body (more than the socket buffers take) with a
-///   ``HeldToken`` to keep until it is written.
+///   ``HeldToken`` to keep until it is written;
+/// - `/until-cancelled`: a task that waits until it is cancelled (20 s at
+///   most), counts it (`cancellations`), then answers `cancelled`;
 ///
 /// - `/stall`: blocks its loop for 300 ms, then answers `stalled` (so that
 ///   other clients' bytes arrive together);
@@ -35,6 +37,7 @@ final class ServerUnderTest: Sendable {
     let server: HTTPServer
     let port: Int
     let heldReleases = ReleaseCount()
+    let cancellations = ReleaseCount()
     private let handledPaths = PathLog()
 
     var handled: [String] { handledPaths.all }
@@ -44,6 +47,7 @@ final class ServerUnderTest: Sendable {
         configure(&configuration)
         group = try EventLoopGroup(count: 1, namePrefix: "http-test")
         let heldReleases = self.heldReleases
+        let cancellations = self.cancellations
         let handledPaths = self.handledPaths
         server = HTTPServer(group: group, configuration: configuration, logger: Logger(label: "http-test"), problemResponder: problemResponder) { request, responder in
             handledPaths.append(request.path)
@@ -73,6 +77,17 @@ final class ServerUnderTest: Sendable {
                     await loop.sleep(for: .milliseconds(200))
                     return HTTPResponse(status: 200, body: [UInt8](repeating: 0x61, count: 8 << 20))
                 }
+            case "/until-cancelled":
+                let loop = request.loop
+                responder.send {
+                    let end = ContinuousClock.now + .seconds(20)
+                    while !Task.isCancelled && ContinuousClock.now < end {
+                        await loop.sleep(for: .milliseconds(10))
+                    }
+                    guard Task.isCancelled else { return HTTPResponse(status: 200, body: Array("never cancelled".utf8)) }
+                    cancellations.value.add(1, ordering: .releasing)
+                    return HTTPResponse(status: 200, body: Array("cancelled".utf8))
+                }
             case "/held":
                 responder.send(HTTPResponse(status: 200, body: [UInt8](repeating: 0x61, count: 32 << 20), heldUntilWritten: HeldToken(heldReleases)))
             default:
@@ -95,9 +110,9 @@ final class PathLog: Sendable {
     func append(_ path: String) { paths.withLock { $0.append(path) } }
 }
 
-/// Polls `condition` for up to two seconds.
-func eventually(_ condition: () -> Bool) async -> Bool {
-    for _ in 0..<200 {
+/// Polls `condition` for up to `seconds` (two by default).
+func eventually(within seconds: Int = 2, _ condition: () -> Bool) async -> Bool {
+    for _ in 0..<(seconds * 100) {
         if condition() { return true }
         try? await Task.sleep(for: .milliseconds(10))
     }
@@ -462,5 +477,80 @@ func statusLine(of response: String) -> String {
         #expect(body(of: last.text) == "") // HEAD: the length, not the body
         #expect(last.end == .closed)
         #expect(throws: RawSocketError.self) { try RawSocket(port: subject.port) }
+    }
+
+    /// A task answering a request is cancelled when its client hangs up,
+    /// so work that waits (a batch's turn) can leave at once; the
+    /// connection closes.
+    @Test func aTaskAnsweringAClientThatHangsUpIsCancelled() async throws {
+        let subject = try ServerUnderTest()
+        defer { subject.stop() }
+        var socket: RawSocket? = try RawSocket(port: subject.port)
+        socket?.send("GET /until-cancelled HTTP/1.1\r\nHost: a\r\n\r\n")
+        #expect(await eventually { subject.handled == ["/until-cancelled"] })
+        #expect(subject.cancellations.current == 0)
+        socket = nil
+        #expect(await eventually(within: 10) { subject.cancellations.current == 1 })
+        #expect(await eventually(within: 10) { subject.server.openConnections == 0 })
+    }
+
+    /// TCP cannot tell a client that only shut its side from one that hung
+    /// up: the task is cancelled either way, and what it answers is still
+    /// written to a client that reads.
+    @Test func aTaskAnsweringAClientThatHalfClosesIsCancelledAndItsAnswerStillSent() async throws {
+        let subject = try ServerUnderTest()
+        defer { subject.stop() }
+        let socket = try RawSocket(port: subject.port, timeoutSeconds: 20)
+        socket.send("GET /until-cancelled HTTP/1.1\r\nHost: a\r\n\r\n")
+        #expect(await eventually { subject.handled == ["/until-cancelled"] })
+        shutdown(socket.fd, Int32(SHUT_WR))
+        let reading = socket.readToEnd()
+        #expect(body(of: reading.text) == "cancelled")
+        #expect(reading.text.contains("\r\nConnection: close\r\n"))
+        #expect(reading.end == .closed)
+        #expect(subject.cancellations.current == 1)
+    }
+
+    /// An answer the client does not read within the write deadline (from
+    /// its first write, however the client trickles) resets the
+    /// connection, and what the answer held is let go: a client that reads
+    /// nothing cannot keep it until the idle deadline.
+    @Test func anAnswerNotReadWithinTheWriteDeadlineResetsTheConnection() async throws {
+        let subject = try ServerUnderTest {
+            $0.writeTimeout = .milliseconds(300)
+            $0.idleTimeout = .seconds(60)
+        }
+        defer { subject.stop() }
+        let socket = try RawSocket(port: subject.port, timeoutSeconds: 20)
+        socket.send("GET /held HTTP/1.1\r\nHost: a\r\n\r\n")
+        // Nothing read: 32 MiB do not fit the socket buffers.
+        #expect(await eventually(within: 10) { subject.heldReleases.current == 1 })
+        #expect(await eventually(within: 10) { subject.server.openConnections == 0 })
+        let reading = socket.readToEnd()
+        #expect(reading.text.hasPrefix("HTTP/1.1 200 OK\r\n"))
+        #expect(reading.end != .timedOut)
+        #expect(body(of: reading.text).utf8.count < 32 << 20)
+    }
+
+    /// A `100 Continue` the socket takes only part of is finished before
+    /// the answer's head: the client reads exactly the interim answer, then
+    /// the answer to the body it sent after its own wait.
+    @Test func aPartlyWritten100ContinueIsFinishedBeforeTheAnswer() async throws {
+        let subject = try ServerUnderTest { $0.writeSizeLimitForTesting = 10 }
+        defer { subject.stop() }
+        let socket = try RawSocket(port: subject.port)
+        socket.send("POST /echo HTTP/1.1\r\nHost: a\r\nExpect: 100-continue\r\nContent-Length: 2\r\n\r\n")
+        var start = [UInt8](repeating: 0, count: 10)
+        let count = start.withUnsafeMutableBytes { recv(socket.fd, $0.baseAddress, $0.count, Int32(MSG_WAITALL)) }
+        #expect(count == 10)
+        #expect(String(decoding: start, as: UTF8.self) == "HTTP/1.1 1")
+        // The rest of the interim answer waits for the answer; the client
+        // sends its body anyway, as clients do after a short wait.
+        socket.send("{}")
+        // The rest of the stream reads as two heads: the interim answer's
+        // end, then the answer.
+        let stream = String(decoding: start, as: UTF8.self) + socket.readResponses(2).joined()
+        #expect(stream.hasPrefix("HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\n"))
+        #expect(body(of: String(stream.dropFirst(25))) == "POST /echo 2")
     }
 }

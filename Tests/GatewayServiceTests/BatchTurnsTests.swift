@@ -128,4 +128,62 @@ struct BatchTurnsTests {
         held.turns["b"] = await next.value
         #expect(turns.waiting == 0)
     }
+
+    /// A waiting batch whose task is cancelled (its client hung up) leaves
+    /// the queue at once: the gauge hears it leave, its place is free for
+    /// another, and the next turn goes to whoever still waits.
+    @Test func aCancelledWaitLeavesTheQueueAtOnce() async throws {
+        let changes = Mutex<[Int]>([])
+        let turns = BatchTurns(concurrency: 1) { change in changes.withLock { $0.append(change) } }
+        let held = Held()
+        held.turns["a"] = await Self.turn(turns)
+        var gone: [Task<BatchTurns.Wait, Never>] = []
+        for count in 1...4 {
+            gone.append(Task { await turns.begin(until: Self.never) })
+            try await untilWaiting(turns, count)
+        }
+        for task in gone { task.cancel() }
+        for task in gone {
+            guard case .cancelled = await task.value else {
+                Issue.record("a cancelled wait did not end as cancelled")
+                return
+            }
+        }
+        #expect(turns.waiting == 0)
+        #expect(changes.withLock { $0 } == [1, 1, 1, 1, -1, -1, -1, -1])
+        // Their places are free again, and the turn goes to a batch still waiting.
+        let next = Task { await Self.turn(turns) }
+        try await untilWaiting(turns, 1)
+        held.turns["a"] = nil
+        held.turns["b"] = await next.value
+        #expect(turns.waiting == 0)
+    }
+
+    /// A task cancelled before it would wait takes no place in the queue;
+    /// one cancelled with a turn free takes it (its client may only have
+    /// shut its sending side, and it holds no place).
+    @Test func aCancelledTaskNeverJoinsTheQueueButTakesAFreeTurn() async throws {
+        let changes = Mutex<[Int]>([])
+        let turns = BatchTurns(concurrency: 1) { change in changes.withLock { $0.append(change) } }
+        let free = await Task {
+            withUnsafeCurrentTask { $0?.cancel() }
+            return await turns.begin(until: Self.never)
+        }.value
+        guard case .turn = free else {
+            Issue.record("a cancelled task did not take the free turn")
+            return
+        }
+        // `free` holds the one turn now.
+        let late = await Task {
+            withUnsafeCurrentTask { $0?.cancel() }
+            return await turns.begin(until: Self.never)
+        }.value
+        guard case .cancelled = late else {
+            Issue.record("a cancelled task waited")
+            return
+        }
+        #expect(turns.waiting == 0)
+        #expect(changes.withLock { $0 }.isEmpty)
+        withExtendedLifetime(free) {}
+    }
 }

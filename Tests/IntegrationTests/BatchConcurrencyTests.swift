@@ -1,3 +1,4 @@
+import Foundation
 import JSONRPC
 import Testing
 
@@ -92,5 +93,114 @@ struct BatchConcurrencyTests {
             _ = try await first.value
             for batch in waiting { #expect(try await batch.value.status == 200) }
         }
+    }
+
+    /// The raw bytes of `POST /rpc` with `body`.
+    static func post(_ body: String) -> [UInt8] {
+        Array("POST /rpc HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: \(body.utf8.count)\r\n\r\n\(body)".utf8)
+    }
+
+    /// A waiting batch whose client hangs up leaves the queue at once: the
+    /// gauge drops, its place under the cap is free for another batch, and
+    /// it never takes a turn (the upstream is never asked for it).
+    @Test func aWaitingBatchWhoseConnectionClosesLeavesTheQueueAtOnce() async throws {
+        let environment = ["GATEWAY_BATCH_CONCURRENCY": "1", "UPSTREAM_RETRIES": "0", "UPSTREAM_TIMEOUT_MS": "10000", "GATEWAY_REQUEST_TIMEOUT_MS": "20000"]
+        try await UpstreamScenario.run(environment: environment) { upstream, gateway in
+            let first = try await Self.holdTheTurn(upstream, gateway)
+            var leaving: [TestHTTPConnection] = []
+            for index in 0..<4 {
+                let connection = try TestHTTPConnection(port: gateway.port)
+                try await connection.sendRaw(Self.post("[" + UpstreamScenario.request(["coins_100"], id: 10 + index) + "]"))
+                leaving.append(connection)
+            }
+            try await UpstreamScenario.waitFor("four batches waiting") { (try? await gateway.metricValue("gateway_batches_waiting")) == 4 }
+            leaving.removeAll() // the clients hang up
+            try await UpstreamScenario.waitFor("the batches of closed connections to leave the queue") {
+                (try? await gateway.metricValue("gateway_batches_waiting")) == 0
+            }
+            // They left while the turn was still held: none of them took it.
+            #expect(upstream.upstream.requestCount(for: "coins_100") == 0)
+            #expect(upstream.upstream.requestCount(for: "premium_monthly") == 1)
+
+            // Their places are free: four more batches wait, and only a
+            // fifth is told to retry.
+            var waiting: [Task<RawHTTPResponse, any Error>] = []
+            for index in 0..<4 {
+                waiting.append(Task { try await gateway.rpc("[" + UpstreamScenario.request(["remove_ads"], id: 20 + index) + "]") })
+            }
+            try await UpstreamScenario.waitFor("four new batches waiting") { (try? await gateway.metricValue("gateway_batches_waiting")) == 4 }
+            let busy = try await gateway.rpc("[" + UpstreamScenario.request(["remove_ads"], id: 99) + "]")
+            #expect(busy.status == 503)
+            #expect(busy.header("Retry-After") == "1")
+
+            _ = try await first.value
+            for (index, batch) in waiting.enumerated() {
+                let response = try await batch.value
+                #expect(response.status == 200)
+                let answers = try #require(try parseJSON(response.body).arrayValue)
+                #expect(answers.count == 1)
+                #expect(answers.first?["id"] == .integer(20 + index))
+                let products = answers.first?["result"]?["products"]?.arrayValue ?? []
+                #expect(products.compactMap { $0["productIdentifier"]?.stringValue } == ["remove_ads"])
+            }
+            // The batches that left never took a turn.
+            #expect(upstream.upstream.requestCount(for: "coins_100") == 0)
+            #expect(try await gateway.metricValue("gateway_batches_waiting") == 0)
+        }
+    }
+
+    /// A catalog of two products: `huge_pack`, whose description is 1 MiB,
+    /// and `small_pack`; both sold in DE.
+    static func catalogWithAHugeProduct() throws -> String {
+        func product(_ id: String, description: String) -> String {
+            #"{"id":"\#(id)","localizations":{"en":{"title":"\#(id)","description":"\#(description)"}},"prices":{"DE":{"amount":"1.99","currency":"EUR"}}}"#
+        }
+        let json = #"{"defaultLanguage":"en","products":["# + product("huge_pack", description: String(repeating: "x", count: 1 << 20)) + "," + product("small_pack", description: "small") + "]}"
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("huge-catalog-\(UUID().uuidString).json").path
+        try Data(json.utf8).write(to: URL(fileURLWithPath: path))
+        return path
+    }
+
+    /// A client that sends a batch with a big answer and reads none of it
+    /// keeps the batch's turn only until the write deadline
+    /// (`GATEWAY_READ_TIMEOUT_MS`), not the idle one: then its connection is
+    /// reset, and the batch waiting meanwhile gets the turn and its answer.
+    @Test func aClientThatDoesNotReadItsBatchAnswerLosesTheTurnAtTheWriteDeadline() async throws {
+        let catalog = try Self.catalogWithAHugeProduct()
+        defer { try? FileManager.default.removeItem(atPath: catalog) }
+        let gateway = try RunningGateway.start([
+            "GATEWAY_CATALOG": catalog, "GATEWAY_BATCH_CONCURRENCY": "1",
+            "GATEWAY_READ_TIMEOUT_MS": "1000", "GATEWAY_IDLE_TIMEOUT_MS": "60000", "GATEWAY_REQUEST_TIMEOUT_MS": "20000",
+        ])
+        do {
+            // 16 MiB of answer: far more than the socket buffers hold.
+            let calls = (1...16).map { UpstreamScenario.request(["huge_pack"], id: $0) }.joined(separator: ",")
+            let slow = try TestHTTPConnection(port: gateway.port)
+            try await slow.sendRaw(Self.post("[" + calls + "]"))
+            #expect(String(decoding: try await slow.readBytes(17), as: UTF8.self) == "HTTP/1.1 200 OK\r\n")
+
+            // The slow reader holds the one turn from its answer's first
+            // write until the write deadline: this batch waits for it (or,
+            // on a machine slow enough that the deadline has passed already,
+            // takes it at once). Held until the idle deadline instead, the
+            // turn would come after this batch's own deadline: -32005.
+            let response = try await gateway.rpc("[" + UpstreamScenario.request(["small_pack"], id: 99) + "]")
+            #expect(response.status == 200)
+            let answers = try #require(try parseJSON(response.body).arrayValue)
+            #expect(answers.count == 1)
+            #expect(answers.first?["id"] == 99)
+            let products = answers.first?["result"]?["products"]?.arrayValue ?? []
+            #expect(products.compactMap { $0["productIdentifier"]?.stringValue } == ["small_pack"])
+
+            // The slow reader's connection ended, its answer cut short.
+            let drained = await slow.drain()
+            #expect(drained.end != .timedOut)
+            #expect(drained.bytes < 16 << 20)
+            #expect(try await gateway.metricValue("gateway_batches_waiting") == 0)
+        } catch {
+            await gateway.stop()
+            throw error
+        }
+        await gateway.stop()
     }
 }

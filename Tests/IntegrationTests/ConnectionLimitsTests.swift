@@ -60,6 +60,24 @@ import Testing
         #expect(closed)
     }
 
+    /// `Expect: 100-continue`: the client reads exactly the interim answer
+    /// before it sends its body, and then the body is read and answered.
+    @Test func expectContinueGetsExactlyTheInterimAnswerThenTheBodyIsRead() async throws {
+        let gateway = try RunningGateway.start()
+        let body = #"{"jsonrpc":"2.0","id":7,"method":"products.fetch","params":{"productIdentifiers":["remove_ads"],"countryCode":"DE"}}"#
+        let connection = try TestHTTPConnection(port: gateway.port)
+        try await connection.sendRaw(Array("POST /rpc HTTP/1.1\r\nHost: a\r\nContent-Type: application/json\r\nExpect: 100-continue\r\nContent-Length: \(body.utf8.count)\r\n\r\n".utf8))
+        let interim = try await connection.readBytes(25)
+        try await connection.sendRaw(Array(body.utf8))
+        let response = try await connection.readResponse()
+        await gateway.stop()
+        #expect(String(decoding: interim, as: UTF8.self) == "HTTP/1.1 100 Continue\r\n\r\n")
+        #expect(response.status == 200)
+        let answer = try FetchAnswer(response)
+        #expect(answer.body["id"] == 7)
+        #expect(answer.productIDs == ["remove_ads"])
+    }
+
     @Test func anIdleConnectionIsClosedAfterTheIdleTimeout() async throws {
         let gateway = try RunningGateway.start(["GATEWAY_IDLE_TIMEOUT_MS": "200"])
         let connection = try TestHTTPConnection(port: gateway.port)

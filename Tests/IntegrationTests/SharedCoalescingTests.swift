@@ -132,6 +132,27 @@ struct SharedCoalescingTests {
         }
     }
 
+    /// A fetch slower than a lease keeps its claim (renewed every 300 ms
+    /// while it runs): another replica waits for it instead of fetching.
+    @Test func aFetchSlowerThanALeaseKeepsItsClaim() async throws {
+        try await SharedTierScenario.run(replicas: 2) { upstream, gateways, redis in
+            upstream.upstream.setCacheControl("max-age=30")
+            // Within one attempt (UPSTREAM_TIMEOUT_MS is 2000 ms), longer
+            // than a lease.
+            upstream.upstream.setStandingFault(.delay(milliseconds: 1800))
+            async let first = gateways[0].fetchProducts(["coins_100"])
+            try await UpstreamScenario.waitFor("the first fetch") { upstream.upstream.requests.count == 1 }
+            try await Task.sleep(for: .milliseconds(1200))
+            // Past the first lease's end, the claim holds, for a lease at most.
+            let ttl = Int(try redis.cli("PTTL", "test-gw:v1:c:demo:DE:-:coins_100").trimmingCharacters(in: .whitespacesAndNewlines)) ?? -2
+            #expect(ttl > 0 && ttl <= 1000, "PTTL \(ttl)")
+            let second = try await gateways[1].fetchProducts(["coins_100"])
+            #expect(try await first.productIDs == ["coins_100"])
+            #expect(second.productIDs == ["coins_100"])
+            #expect(upstream.upstream.requests.count == 1)
+        }
+    }
+
     /// A "claim" longer than a lease was written by no replica (a forged
     /// key, an older format): it is not a claim, and the replica fetches at
     /// once instead of waiting on it.

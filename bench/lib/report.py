@@ -236,7 +236,8 @@ def main():
         out(f"{'':<24}{'':>10}{'':>10}{f'{many} / 1 conn':>17}{f'{many} / 1 conn':>18}")
         rows = [("hot", f"hot ({many} + 1 conns)", "hot"), ("cold", f"cold ({many} + 1 conns)", "cold"),
                 ("hot_1000", f"hot ({knobs['high_connections']} conns)", None),
-                ("redis", f"redis hit ({many} + 1 conns)", None)]
+                ("redis", f"redis hit ({many} + 1 conns)", None),
+                ("redis_cold", f"redis cold ({many} + 1 conns)", "redis_cold")]
         for key, label, alloc_key in rows:
             g = gateways.get(key)
             if not g and not (alloc_key and alloc_key in allocs):

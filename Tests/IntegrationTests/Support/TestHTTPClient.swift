@@ -113,6 +113,37 @@ final class TestHTTPConnection: @unchecked Sendable {
         _ = shutdown(fd, Int32(SHUT_RDWR))
     }
 
+    /// Reads until at least `count` bytes have arrived, and returns them
+    /// (exactly those, so a partial answer can be looked at and the rest
+    /// left unread); they are not read again.
+    func readBytes(_ count: Int) async throws -> [UInt8] {
+        try await onThread {
+            try self.fill(count)
+            let bytes = Array(self.buffer[..<count])
+            self.buffer.removeFirst(count)
+            return bytes
+        }
+    }
+
+    /// How a stream read to its end ended.
+    enum StreamEnd: Sendable, Equatable { case closed, reset, timedOut }
+
+    /// Reads and drops everything until the server closes or resets the
+    /// connection, or the read timeout; returns how many bytes came and how
+    /// the stream ended.
+    func drain() async -> (bytes: Int, end: StreamEnd) {
+        (try? await onThread { () -> (Int, StreamEnd) in
+            var total = self.buffer.count
+            self.buffer = []
+            var chunk = [UInt8](repeating: 0, count: 65536)
+            while true {
+                let count = recv(self.fd, &chunk, chunk.count, 0)
+                if count > 0 { total += count; continue }
+                return (total, count == 0 ? .closed : (errno == ECONNRESET ? .reset : .timedOut))
+            }
+        }) ?? (0, .timedOut)
+    }
+
     /// True when the server has closed the connection (reads end of stream).
     func isClosedByPeer() async -> Bool {
         (try? await onThread { () -> Bool in

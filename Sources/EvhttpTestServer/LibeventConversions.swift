@@ -1,3 +1,4 @@
+import EventTransport
 import CGatewayShims
 import CLibevent
 import HTTPFraming

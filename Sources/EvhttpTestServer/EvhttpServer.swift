@@ -1,3 +1,4 @@
+import EventTransport
 import CGatewayShims
 import CLibevent
 import HTTPFraming
@@ -339,24 +340,4 @@ private func httpServerTLSBuffereventCallback(_ base: OpaquePointer?, _ context:
     return bufferevent_openssl_socket_new(base, -1, ssl, BUFFEREVENT_SSL_ACCEPTING, Int32(BEV_OPT_CLOSE_ON_FREE.rawValue))
 }
 
-extension EventLoop {
-    /// Runs `work` on the loop and waits for its result. Only from a thread
-    /// that is not this loop (it would wait for itself).
-    func submitAndWait<T>(_ work: @escaping @Sendable () -> T) -> T {
-        if inEventLoop { return work() }
-        let box = ResultBox<T>()
-        let done = DispatchSemaphore(value: 0)
-        execute {
-            box.value = work()
-            done.signal()
-        }
-        done.wait()
-        return box.value!
-    }
-}
 
-/// Carries a value from the loop thread to the waiting thread; the semaphore
-/// orders the write before the read.
-private final class ResultBox<T>: @unchecked Sendable {
-    var value: T?
-}

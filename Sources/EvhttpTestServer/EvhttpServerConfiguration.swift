@@ -1,3 +1,5 @@
+import EventTransport
+
 /// Limits and address of an ``EvhttpServer``.
 public struct EvhttpServerConfiguration: Sendable {
     /// Host or address to bind, e.g. `127.0.0.1`, `0.0.0.0`, `::`.

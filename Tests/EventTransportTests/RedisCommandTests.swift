@@ -1,0 +1,42 @@
+import EventTransport
+import Testing
+
+/// A command's arguments in one buffer: what each argument holds, read back.
+@Suite("Redis command buffer")
+struct RedisCommandTests {
+    static func arguments(_ command: RedisCommand) -> [String] {
+        (0..<command.count).map { String(decoding: command.argumentBytes($0), as: UTF8.self) }
+    }
+
+    @Test func argumentsKeepTheirBoundariesIncludingEmptyOnes() {
+        var command = RedisCommand()
+        command.append("SET")
+        command.append(Array("key".utf8))
+        command.append("")
+        command.appendArgument { writer in
+            writer.append("a")
+            writer.append(byte: UInt8(ascii: ":"))
+            writer.append("b" as StaticString)
+        }
+        #expect(Self.arguments(command) == ["SET", "key", "", "a:b"])
+        #expect(RedisCommand([Array("PING".utf8), []]).count == 2)
+    }
+
+    @Test(arguments: [Int64(0), 7, 10, 1000, -1, -250, Int64.max, Int64.min])
+    func integersAreWrittenInDecimal(value: Int64) {
+        var command = RedisCommand()
+        command.append(value)
+        #expect(Self.arguments(command) == [String(value)])
+    }
+
+    @Test func evalshaBecomesEvalWithTheSameKeysAndArguments() {
+        let script = RedisScript("return 1")
+        var command = RedisCommand.evalsha(script, keyCount: 2)
+        command.append("k1")
+        command.append("k2")
+        command.append(Int64(42))
+        #expect(Self.arguments(command) == ["EVALSHA", String(decoding: script.sha1, as: UTF8.self), "2", "k1", "k2", "42"])
+        let eval = command.replacingFirstTwo(with: Array("EVAL".utf8), script.body)
+        #expect(Self.arguments(eval) == ["EVAL", "return 1", "2", "k1", "k2", "42"])
+    }
+}
