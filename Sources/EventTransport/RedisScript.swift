@@ -27,7 +27,7 @@ extension RedisCommand {
     /// send it with ``RedisConnection/eval(_:_:completion:)``.
     public static func evalsha(_ script: RedisScript, keyCount: Int, reservingBytes bytes: Int = 256, arguments: Int = 8) -> RedisCommand {
         var command = RedisCommand(reservingBytes: bytes, arguments: 3 + arguments)
-        command.append(Array("EVALSHA".utf8))
+        command.append("EVALSHA")
         command.append(script.sha1)
         command.append(Int64(keyCount))
         return command

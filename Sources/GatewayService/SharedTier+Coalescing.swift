@@ -16,55 +16,91 @@ extension SharedTier {
         var entries: (page: SourcePage, identifiers: Set<String>)?
     }
 
-    /// For each identifier `i` of `n` (`KEYS[i]` its claim, `KEYS[n+i]` its
-    /// wait flag), while the claim still holds `ARGV[1]` (a claim that lapsed
-    /// and was taken over is not ours to release): deletes the wait flag,
-    /// and the claim, unless a replica waited and `ARGV[2]` > 0: then the
-    /// claim is held `ARGV[2]` ms more, so the waiter, which would otherwise
-    /// find neither the claim nor (for a failure) an entry at its next look,
-    /// gets the outcome the caller is about to publish instead of fetching
-    /// again. 1 when any flag was there: publish; else 0, and nothing is.
+    /// Releases (and stores) for any number of fetches, in groups, one
+    /// after the other. For each group, `ARGV` holds its token, its hold
+    /// (ms), its identifier count `n` and whether it stores (`1`), then,
+    /// when it does, each entry's value and time to keep (ms); `KEYS` holds,
+    /// in the same order, its `n` entry keys when it stores, then its `n`
+    /// claims and their `n` wait flags.
+    ///
+    /// A group stores its entries first (they are its replica's answer,
+    /// whoever holds the claims now), then releases the claims its token
+    /// still holds (a claim that lapsed and was taken over is not its to
+    /// release): it deletes their wait flags, and the claims, unless a
+    /// replica waited and the hold is above 0: then a claim is held that
+    /// long more, so the waiter, which would otherwise find neither the
+    /// claim nor (for a failure) an entry at its next look, gets the
+    /// outcome about to be published instead of fetching again. The reply
+    /// has one integer per group: 1 when any of its flags was there
+    /// (publish), else 0.
+    ///
+    /// The usual release (every lease still held, nobody waiting) is three
+    /// commands per group whatever its size: one MGET, one EXISTS, one DEL.
+    /// Lists go to commands in chunks: Lua's unpack takes at most a few
+    /// thousand values, and a call may ask GATEWAY_MAX_IDS (up to 10000).
     static let releaseScript = RedisScript("""
-        local n = #KEYS / 2
-        local hold = tonumber(ARGV[2])
-        local waited = 0
-        for i = 1, n do
-          if redis.call('GET', KEYS[i]) == ARGV[1] then
-            local flagged = redis.call('DEL', KEYS[n + i]) == 1
-            if flagged then waited = 1 end
-            if flagged and hold > 0 then
-              redis.call('SET', KEYS[i], ARGV[1] .. ':published', 'PX', hold)
+        local function mget(from, count)
+          local values = {}
+          for s = 0, count - 1, 1000 do
+            local part = redis.call('MGET', unpack(KEYS, from + s, from + math.min(s + 1000, count) - 1))
+            for k = 1, #part do values[s + k] = part[k] end
+          end
+          return values
+        end
+        local function sum(command, list)
+          local total = 0
+          for s = 1, #list, 1000 do
+            total = total + redis.call(command, unpack(list, s, math.min(s + 999, #list)))
+          end
+          return total
+        end
+        local function release(c, n, token, hold)
+          local claims = mget(c + 1, n)
+          local ours = {}
+          for i = 1, n do
+            if claims[i] == token then ours[#ours + 1] = i end
+          end
+          if #ours == 0 then return 0 end
+          local flags = {}
+          for j = 1, #ours do flags[j] = KEYS[c + n + ours[j]] end
+          local flagged = sum('EXISTS', flags)
+          if flagged == 0 or hold <= 0 then
+            local gone = {}
+            for j = 1, #ours do gone[#gone + 1] = KEYS[c + ours[j]] end
+            if flagged > 0 then
+              for j = 1, #flags do gone[#gone + 1] = flags[j] end
+            end
+            sum('DEL', gone)
+            if flagged > 0 then return 1 end
+            return 0
+          end
+          for j = 1, #ours do
+            local i = ours[j]
+            if redis.call('DEL', KEYS[c + n + i]) == 1 then
+              redis.call('SET', KEYS[c + i], token .. ':published', 'PX', hold)
             else
-              redis.call('DEL', KEYS[i])
+              redis.call('DEL', KEYS[c + i])
             end
           end
+          return 1
         end
-        return waited
-        """)
-
-    /// ``releaseScript`` after storing entries: `KEYS[1..n]` are the entries'
-    /// keys, then the claims and the wait flags as there; `ARGV[3..]` holds,
-    /// per entry, its value and how long Redis keeps it (ms). The entries
-    /// are stored whoever holds the claims: they are this replica's answer.
-    static let storeAndReleaseScript = RedisScript("""
-        local n = #KEYS / 3
-        for i = 1, n do
-          redis.call('SET', KEYS[i], ARGV[1 + 2 * i], 'PX', ARGV[2 + 2 * i])
-        end
-        local hold = tonumber(ARGV[2])
-        local waited = 0
-        for i = 1, n do
-          if redis.call('GET', KEYS[n + i]) == ARGV[1] then
-            local flagged = redis.call('DEL', KEYS[2 * n + i]) == 1
-            if flagged then waited = 1 end
-            if flagged and hold > 0 then
-              redis.call('SET', KEYS[n + i], ARGV[1] .. ':published', 'PX', hold)
-            else
-              redis.call('DEL', KEYS[n + i])
+        local k, a, g = 0, 0, 0
+        local result = {}
+        while a < #ARGV do
+          local token, hold, n, stores = ARGV[a + 1], tonumber(ARGV[a + 2]), tonumber(ARGV[a + 3]), ARGV[a + 4] == '1'
+          a = a + 4
+          if stores then
+            for i = 1, n do
+              redis.call('SET', KEYS[k + i], ARGV[a + 2 * i - 1], 'PX', ARGV[a + 2 * i])
             end
+            k = k + n
+            a = a + 2 * n
           end
+          g = g + 1
+          result[g] = release(k, n, token, hold)
+          k = k + 2 * n
         end
-        return waited
+        return result
         """)
 
     /// How long a released claim stays held while its outcome is published
@@ -228,40 +264,76 @@ extension SharedTier {
     /// Releases the claims `token` still holds and, when a replica waits
     /// for any of them (their wait flags), publishes `kind` (by default
     /// "released": look again). The message is built only then: with no
-    /// herd, a miss publishes nothing.
+    /// herd, a miss publishes nothing. With `entries`
+    /// (``entryArguments(_:scope:identifiers:)``), they are stored first,
+    /// by the same script.
     ///
-    /// With `entries` (``entryArguments(_:scope:identifiers:)``), the
-    /// entries are stored first, by the same script
-    /// (``storeAndReleaseScript``).
+    /// Gathered with the other releases of the connection's loop turn and
+    /// sent as one script (``releaseScript``, one group each), not waited
+    /// for.
     func release(
         _ identifiers: [String], scope: FetchScope, token: String, on connection: RedisConnection,
         announcing kind: SharedOutcomeMessage.Kind = .released, hold: Duration = .zero, storing entries: EntryArguments? = nil
     ) {
-        let script = entries == nil ? Self.releaseScript : Self.storeAndReleaseScript
-        let keyCount = (entries == nil ? 2 : 3) * identifiers.count
-        var command = RedisCommand.evalsha(script, keyCount: keyCount, reservingBytes: 200 * identifiers.count + (entries?.values.reduce(0) { $0 + $1.count + 24 } ?? 0), arguments: keyCount + 2 + 2 * identifiers.count)
-        if entries != nil { keys.append("v1:p:", scope, identifiers, to: &command) }
-        keys.append("v1:c:", scope, identifiers, to: &command)
-        keys.append("v1:w:", scope, identifiers, to: &command)
-        command.append(token)
-        command.append(Int64(hold.milliseconds))
-        if let entries {
-            for index in identifiers.indices {
-                command.append(entries.values[index])
-                command.append(entries.keepMilliseconds[index])
+        guard !identifiers.isEmpty else { return }
+        let group = SharedReleaseBatch.Group(identifiers: identifiers, scope: scope, token: token, kind: kind, hold: hold, entries: entries)
+        guard let batch = releaseBatch(for: connection.loop), batch.add(group, flush: { [self, weak connection] groups in
+            if let connection { sendReleases(groups, on: connection) }
+        }) else {
+            sendReleases([group], on: connection)
+            return
+        }
+    }
+
+    /// One release script for `groups`; each group whose flags were there
+    /// publishes its message.
+    private func sendReleases(_ groups: [SharedReleaseBatch.Group], on connection: RedisConnection) {
+        var keyCount = 0
+        var argumentCount = 0
+        var bytes = 128
+        for group in groups {
+            let n = group.identifiers.count
+            keyCount += (group.entries == nil ? 2 : 3) * n
+            argumentCount += 4 + (group.entries == nil ? 0 : 2 * n)
+            bytes += 200 * n + (group.entries?.values.reduce(0) { $0 + $1.count + 24 } ?? 0)
+        }
+        var command = RedisCommand.evalsha(Self.releaseScript, keyCount: keyCount, reservingBytes: bytes, arguments: keyCount + argumentCount)
+        for group in groups {
+            if group.entries != nil { keys.append("v1:p:", group.scope, group.identifiers, to: &command) }
+            keys.append("v1:c:", group.scope, group.identifiers, to: &command)
+            keys.append("v1:w:", group.scope, group.identifiers, to: &command)
+        }
+        for group in groups {
+            command.append(group.token)
+            command.append(Int64(group.hold.milliseconds))
+            command.append(Int64(group.identifiers.count))
+            command.append(group.entries == nil ? "0" : "1")
+            if let entries = group.entries {
+                for index in group.identifiers.indices {
+                    command.append(entries.values[index])
+                    command.append(entries.keepMilliseconds[index])
+                }
             }
         }
         let metrics = self.metrics
         let log = self.log
         let channel = Array(self.channel.utf8)
-        connection.eval(script, command) { [weak connection] result in
+        connection.eval(Self.releaseScript, command) { [weak connection] result in
             switch result {
-            case .success(.integer(1)):
-                guard let connection else { return }
-                let message = SharedOutcomeMessage(scope: scope, identifiers: identifiers, kind: kind)
-                self.sendCounted([Array("PUBLISH".utf8), channel, message.encoded], on: connection, what: "publish")
-            case .success(.integer(0)):
-                break
+            case .success(.array(let flags)) where flags.count == groups.count:
+                for (group, flag) in zip(groups, flags) {
+                    switch flag {
+                    case .integer(1):
+                        guard let connection else { return }
+                        let message = SharedOutcomeMessage(scope: group.scope, identifiers: group.identifiers, kind: group.kind)
+                        self.sendCounted([Array("PUBLISH".utf8), channel, message.encoded], on: connection, what: "publish")
+                    case .integer(0):
+                        break
+                    default:
+                        metrics.recordSharedErrors(1)
+                        log.warning("Redis answered a shared-tier release unexpectedly", metadata: ["reply": "\(SharedTier.describe(flag))"])
+                    }
+                }
             case .success(let other):
                 metrics.recordSharedErrors(1)
                 log.warning("Redis refused a shared-tier release", metadata: ["reply": "\(SharedTier.describe(other))"])
@@ -392,5 +464,48 @@ final class SharedOutcomeWaiters: Sendable {
         for driver in drivers.values {
             driver.loop.execute { driver.received(message) }
         }
+    }
+}
+
+/// One loop's shared-tier releases of the current turn, sent as one script
+/// when the turn's callbacks are done (upstream answers that came in the
+/// same turn release together). Confined to its loop.
+final class SharedReleaseBatch: @unchecked Sendable {
+    // @unchecked: `groups` and `armed` are touched on `loop` only.
+    struct Group: Sendable {
+        let identifiers: [String]
+        let scope: FetchScope
+        let token: String
+        let kind: SharedOutcomeMessage.Kind
+        let hold: Duration
+        let entries: SharedTier.EntryArguments?
+    }
+
+    let loop: EventLoop
+    private var groups: [Group] = []
+    private var armed = false
+
+    init(loop: EventLoop) {
+        self.loop = loop
+    }
+
+    /// Adds a release to this turn's; `flush` gets them all when the turn
+    /// ends. False when the loop cannot run the flush (it has stopped).
+    func add(_ group: Group, flush: @escaping @Sendable ([Group]) -> Void) -> Bool {
+        loop.preconditionInEventLoop()
+        groups.append(group)
+        guard !armed else { return true }
+        armed = true
+        let queued = loop.execute { [self] in
+            armed = false
+            let batch = groups
+            groups = []
+            flush(batch)
+        }
+        if !queued {
+            armed = false
+            groups.removeLast()
+        }
+        return queued
     }
 }

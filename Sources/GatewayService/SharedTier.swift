@@ -22,6 +22,10 @@ import Synchronization
 final class SharedTier: Sendable {
     private let connections: [ObjectIdentifier: RedisConnection]
     private let ordered: [RedisConnection]
+    /// Each loop's lookups of the current turn, sent together.
+    private let lookupBatches: [ObjectIdentifier: SharedLookupBatch]
+    /// Each loop's releases of the current turn, sent together.
+    private let releaseBatches: [ObjectIdentifier: SharedReleaseBatch]
     let keys: SharedTierKeys
     let metrics: GatewayMetrics
     let log: RateLimitedLog
@@ -71,12 +75,18 @@ final class SharedTier: Sendable {
         let observer = SharedTierObserver(log: log, endpoint: configuration.redactedURL, metrics: metrics)
         var connections: [ObjectIdentifier: RedisConnection] = [:]
         var ordered: [RedisConnection] = []
+        var lookupBatches: [ObjectIdentifier: SharedLookupBatch] = [:]
+        var releaseBatches: [ObjectIdentifier: SharedReleaseBatch] = [:]
         for loop in loops {
+            releaseBatches[ObjectIdentifier(loop)] = SharedReleaseBatch(loop: loop)
             let connection = RedisConnection(loop: loop, endpoint: endpoint, observer: observer)
             connections[ObjectIdentifier(loop)] = connection
+            lookupBatches[ObjectIdentifier(loop)] = SharedLookupBatch(loop: loop)
             ordered.append(connection)
         }
         self.connections = connections
+        self.lookupBatches = lookupBatches
+        self.releaseBatches = releaseBatches
         self.ordered = ordered
         let channel = "\(configuration.prefix)v1:outcomes"
         let waiters = SharedOutcomeWaiters(maxIdentifiers: upstreamMaxIDs)
@@ -99,6 +109,11 @@ final class SharedTier: Sendable {
         self.log = log
         self.maxTTLSeconds = maxTTLSeconds
         self.maxStaleSeconds = maxStaleSeconds
+    }
+
+    /// The release batch of `loop`, if it is one of the tier's loops.
+    func releaseBatch(for loop: EventLoop) -> SharedReleaseBatch? {
+        releaseBatches[ObjectIdentifier(loop)]
     }
 
     /// Starts every connection connecting, in the background.
@@ -178,35 +193,81 @@ final class SharedTier: Sendable {
             }
             return
         }
+        // Gathered with the other lookups of this loop turn: one script for
+        // all of them (a script's cost in Redis is mostly per call, not per
+        // key), sent when the turn's callbacks are done.
+        let asked = SharedLookupBatch.Asked(scope: scope, identifiers: identifiers, completion: completion)
+        guard let batch = lookupBatches[ObjectIdentifier(loop)], batch.add(asked, flush: { [self] in sendLookups($0, on: loop) }) else {
+            sendLookups([asked], on: loop)
+            return
+        }
+    }
+
+    /// One lookup script for the lookups of one loop turn. Each distinct
+    /// (scope, identifier) is asked once; a lease it wins goes to the first
+    /// call that asked, so only one call's fetch adopts it (the others join
+    /// that fetch in process, or release nothing).
+    private func sendLookups(_ batch: [SharedLookupBatch.Asked], on loop: EventLoop) {
+        guard let connection = readyConnection(on: loop) else {
+            for asked in batch { asked.completion(nil) }
+            return
+        }
+        // The distinct keys, and where each call's identifiers are in them.
+        var unique: [(scope: FetchScope, identifier: String)] = []
+        var positions: [[Int]] = []
+        positions.reserveCapacity(batch.count)
+        if batch.count == 1 {
+            unique = batch[0].identifiers.map { (batch[0].scope, $0) }
+            positions = [Array(unique.indices)]
+        } else {
+            var index: [ScopedIdentifier: Int] = [:]
+            for asked in batch {
+                let keys = ScopedIdentifier.keys(scope: asked.scope, identifiers: asked.identifiers)
+                positions.append(keys.map { key in
+                    if let known = index[key] { return known }
+                    index[key] = unique.count
+                    unique.append((asked.scope, key.identifier))
+                    return unique.count - 1
+                })
+            }
+        }
         let token = makeClaimToken()
         // One buffer for the whole command: three keys per identifier.
-        var command = RedisCommand.evalsha(Self.lookupScript, keyCount: 3 * identifiers.count, reservingBytes: 200 * identifiers.count + 128, arguments: 3 * identifiers.count + 4)
-        keys.append("v1:p:", scope, identifiers, to: &command)
-        keys.append("v1:c:", scope, identifiers, to: &command)
-        keys.append("v1:w:", scope, identifiers, to: &command)
+        var command = RedisCommand.evalsha(Self.lookupScript, keyCount: 3 * unique.count, reservingBytes: 200 * unique.count + 128, arguments: 3 * unique.count + 4)
+        for key in unique { command.appendArgument { keys.write("v1:p:", key.scope, key.identifier, to: &$0) } }
+        for key in unique { command.appendArgument { keys.write("v1:c:", key.scope, key.identifier, to: &$0) } }
+        for key in unique { command.appendArgument { keys.write("v1:w:", key.scope, key.identifier, to: &$0) } }
         command.append(token)
         command.append(Int64(Self.lease.milliseconds))
         command.append(Self.unixMilliseconds())
         command.append(Int64(Self.minimumFreshness.milliseconds))
         connection.eval(Self.lookupScript, command) { [self] reply in
-            guard case .success(.array(let values)) = reply, values.count == 2 * identifiers.count else {
-                // The script may have run, whatever came back.
-                if case .success = reply { release(identifiers, scope: scope, token: token, on: connection) }
-                completion(entries(of: reply, identifiers: identifiers).map { Lookup(entries: $0, claims: nil) })
+            guard case .success(.array(let values)) = reply, values.count == 2 * unique.count else {
+                for asked in batch {
+                    // The script may have run, whatever came back.
+                    if case .success = reply { release(asked.identifiers, scope: asked.scope, token: token, on: connection) }
+                    asked.completion(entries(of: reply, identifiers: asked.identifiers).map { Lookup(entries: $0, claims: nil) })
+                }
                 return
             }
-            var bulks: [RedisValue] = []
-            var claims = SharedPreclaim(token: token, scope: scope)
-            bulks.reserveCapacity(identifiers.count)
-            for (index, identifier) in identifiers.enumerated() {
-                bulks.append(values[2 * index])
-                switch values[2 * index + 1] {
-                case .integer(1): claims.won.insert(identifier)
-                case .integer(0): claims.held.insert(identifier)
-                default: break
+            var leased = [Bool](repeating: false, count: unique.count)
+            for (number, asked) in batch.enumerated() {
+                var bulks: [RedisValue] = []
+                var claims = SharedPreclaim(token: token, scope: asked.scope)
+                bulks.reserveCapacity(asked.identifiers.count)
+                for (offset, identifier) in asked.identifiers.enumerated() {
+                    let position = positions[number][offset]
+                    bulks.append(values[2 * position])
+                    switch values[2 * position + 1] {
+                    case .integer(1) where !leased[position]:
+                        leased[position] = true
+                        claims.won.insert(identifier)
+                    case .integer(0): claims.held.insert(identifier)
+                    default: break
+                    }
                 }
+                asked.completion(entries(of: .success(.array(bulks)), identifiers: asked.identifiers).map { Lookup(entries: $0, claims: claims) })
             }
-            completion(entries(of: .success(.array(bulks)), identifiers: identifiers).map { Lookup(entries: $0, claims: claims) })
         }
     }
 
@@ -225,9 +286,15 @@ final class SharedTier: Sendable {
         local n = #KEYS / 3
         local lease = tonumber(ARGV[2])
         local freshFrom = tonumber(ARGV[3]) + tonumber(ARGV[4])
+        local entries = {}
+        -- In chunks: Lua's unpack takes at most a few thousand values.
+        for s = 0, n - 1, 1000 do
+          local part = redis.call('MGET', unpack(KEYS, 1 + s, math.min(s + 1000, n)))
+          for k = 1, #part do entries[s + k] = part[k] end
+        end
         local reply = {}
         for i = 1, n do
-          local entry = redis.pcall('GET', KEYS[i])
+          local entry = entries[i]
           if type(entry) ~= 'string' then entry = false end
           local state = 0
           local fresh = false
@@ -240,15 +307,23 @@ final class SharedTier: Sendable {
             state = 2
           else
             local key = KEYS[n + i]
-            local ttl = redis.call('PTTL', key)
-            if ttl == -2 or ttl == -1 or ttl > lease or redis.call('TYPE', key).ok ~= 'string' then
-              redis.call('SET', key, ARGV[1], 'PX', lease)
-              state = 1
-            elseif redis.call('GET', key) == ARGV[1] then
-              redis.call('PEXPIRE', key, lease)
+            -- The usual miss: nobody holds the claim; one command takes it.
+            if redis.call('SET', key, ARGV[1], 'NX', 'PX', lease) then
               state = 1
             else
-              redis.call('SET', KEYS[2 * n + i], '1', 'PX', lease)
+              local ttl = redis.call('PTTL', key)
+              if ttl == -1 or ttl > lease or redis.call('TYPE', key).ok ~= 'string' then
+                redis.call('SET', key, ARGV[1], 'PX', lease)
+                state = 1
+              elseif redis.call('GET', key) == ARGV[1] then
+                redis.call('PEXPIRE', key, lease)
+                state = 1
+              elseif ttl == -2 then
+                redis.call('SET', key, ARGV[1], 'PX', lease)
+                state = 1
+              else
+                redis.call('SET', KEYS[2 * n + i], '1', 'PX', lease)
+              end
             end
           end
           reply[2 * i - 1] = entry
@@ -537,5 +612,46 @@ struct SharedPreclaim: Sendable {
             if held.contains(identifier) { part.held.insert(identifier) }
         }
         return part.won.isEmpty && part.held.isEmpty ? nil : part
+    }
+}
+
+/// One loop's shared-tier lookups of the current turn: the first arms a
+/// flush on the loop's queue, which runs once the turn's callbacks (every
+/// request read in it) are done, and sends them as one script. Confined to
+/// its loop.
+final class SharedLookupBatch: @unchecked Sendable {
+    // @unchecked: `asked` and `armed` are touched on `loop` only.
+    struct Asked: Sendable {
+        let scope: FetchScope
+        let identifiers: [String]
+        let completion: @Sendable (SharedTier.Lookup?) -> Void
+    }
+
+    let loop: EventLoop
+    private var asked: [Asked] = []
+    private var armed = false
+
+    init(loop: EventLoop) {
+        self.loop = loop
+    }
+
+    /// Adds a lookup to this turn's; `flush` gets them all when the turn
+    /// ends. False when the loop cannot run the flush (it has stopped).
+    func add(_ lookup: Asked, flush: @escaping @Sendable ([Asked]) -> Void) -> Bool {
+        loop.preconditionInEventLoop()
+        asked.append(lookup)
+        guard !armed else { return true }
+        armed = true
+        let queued = loop.execute { [self] in
+            armed = false
+            let batch = asked
+            asked = []
+            flush(batch)
+        }
+        if !queued {
+            armed = false
+            asked.removeLast()
+        }
+        return queued
     }
 }

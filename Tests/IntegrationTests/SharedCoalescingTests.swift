@@ -242,6 +242,36 @@ struct SharedCoalescingTests {
     /// and the lease in one script; after the fetch, the store and the
     /// release go out pipelined, and the outcome only when a replica waits.
     /// A shared-tier hit costs that one round trip and nothing else.
+    /// Lookups a loop asks in one turn go out as one script: the calls of a
+    /// batch start together. An identifier two calls ask is asked once,
+    /// fetched once, and its lease released once.
+    @Test func theLookupsOfOneLoopTurnShareOneScript() async throws {
+        try await SharedTierScenario.run(replicas: 1) { upstream, gateways, redis in
+            upstream.upstream.setCacheControl("max-age=30")
+            // The scripts loaded first (EVALSHA, NOSCRIPT, then EVAL).
+            _ = try await gateways[0].fetchProducts(["premium_yearly"])
+            try await UpstreamScenario.waitFor("the scripts loaded") { (try? Self.commandCounts(redis)["eval"]) == 2 }
+            try redis.cli("CONFIG", "RESETSTAT")
+            let call = { (id: Int, product: String) in
+                #"{"jsonrpc":"2.0","id":\#(id),"method":"products.fetch","params":{"productIdentifiers":["\#(product)"],"countryCode":"DE"}}"#
+            }
+            let response = try await gateways[0].rpc("[" + [call(1, "premium_monthly"), call(2, "coins_100"), call(3, "premium_monthly")].joined(separator: ",") + "]")
+            #expect(response.status == 200)
+            #expect(response.bodyText.components(separatedBy: #""productIdentifier":"premium_monthly""#).count - 1 == 2)
+            #expect(response.bodyText.contains(#""productIdentifier":"coins_100""#))
+            #expect(upstream.upstream.requestCount(for: "premium_monthly") == 1)
+            // Both fetches released (pipelined after the answer; together
+            // when their upstream answers came in one loop turn).
+            try await UpstreamScenario.waitFor("the releases") { (try? redis.keys("test-gw:v1:c:*").isEmpty) == true && (try? Self.commandCounts(redis)["exists"]) == 2 }
+            // One lookup script for the three calls (one MGET of the two
+            // distinct entries), then a release per fetch (one MGET of its
+            // claims each), in one or two scripts.
+            let counts = try Self.commandCounts(redis)
+            #expect(counts["mget"] == 3, "\(counts)")
+            #expect((2...3).contains(counts["evalsha"] ?? 0), "\(counts)")
+        }
+    }
+
     @Test func aMissCostsOneRoundTripBeforeTheUpstreamAndAHitOneInAll() async throws {
         try await SharedTierScenario.run(replicas: 2) { upstream, gateways, redis in
             upstream.upstream.setCacheControl("max-age=30")
@@ -251,21 +281,22 @@ struct SharedCoalescingTests {
             try await UpstreamScenario.waitFor("the scripts loaded") { (try? redis.cli("SCRIPT", "EXISTS", "x").isEmpty) == false && (try? Self.commandCounts(redis)["eval"]) == 2 }
             try redis.cli("CONFIG", "RESETSTAT")
             #expect(try await gateways[0].fetchProducts(["coins_100"]).productIDs == ["coins_100"])
-            try await UpstreamScenario.waitFor("the release") { (try? Self.commandCounts(redis)["del"]) == 2 }
+            try await UpstreamScenario.waitFor("the release") { (try? Self.commandCounts(redis)["del"]) == 1 }
             let missCounts = try Self.commandCounts(redis)
             // Redis counts the commands its scripts run too: the lookup's
-            // GET, PTTL and SET (the lease), the store's SET, the
-            // release's GET and two DELs (the lease, the wait flag). Two
-            // scripts and the store were sent; no MGET, no second look
-            // before the upstream, and no PUBLISH: nobody waited.
-            #expect(missCounts == ["evalsha": 2, "get": 2, "pttl": 1, "set": 2, "del": 2], "\(missCounts)")
+            // MGET (the entries) and SET NX (the lease); then one script
+            // for the store's SET, the release's MGET (are the leases still
+            // ours?), EXISTS (does anyone wait?) and one DEL. Two scripts
+            // were sent: no second look before the upstream, and no
+            // PUBLISH: nobody waited.
+            #expect(missCounts == ["evalsha": 2, "mget": 2, "set": 2, "exists": 1, "del": 1], "\(missCounts)")
 
             try redis.cli("CONFIG", "RESETSTAT")
             #expect(try await gateways[1].fetchProducts(["coins_100"]).productIDs == ["coins_100"])
             #expect(try await gateways[1].metricValue("gateway_shared_cache_hits_total") == 1)
             let hitCounts = try Self.commandCounts(redis)
-            // One script, whose one GET found the fresh entry: no lease.
-            #expect(hitCounts == ["evalsha": 1, "get": 1], "\(hitCounts)")
+            // One script, whose MGET found the fresh entry: no lease.
+            #expect(hitCounts == ["evalsha": 1, "mget": 1], "\(hitCounts)")
             #expect(upstream.upstream.requests.count == 2)
         }
     }
