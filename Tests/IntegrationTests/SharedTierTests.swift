@@ -94,6 +94,9 @@ struct SharedTierTests {
         try await SharedTierScenario.run { upstream, gateways, redis in
             upstream.upstream.setCacheControl("no-store")
             _ = try await gateways[0].fetchProducts(Self.ids)
+            // As above: a call while the first fetch's claims are held would
+            // take its outcome message instead of asking.
+            try await UpstreamScenario.waitFor("the claims released") { (try? redis.keys("test-gw:*").isEmpty) == true }
             _ = try await gateways[1].fetchProducts(Self.ids)
             #expect(upstream.upstream.requests.count == 2)
             #expect(try redis.keys("test-gw:v1:p:*").isEmpty)
