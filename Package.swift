@@ -26,7 +26,7 @@ let package = Package(
         .executable(name: "mock-upstream", targets: ["MockUpstreamCLI"]),
         // The JSON-RPC engine, the domain and the service, in process: what
         // the allocation benchmark under bench/allocations drives.
-        .library(name: "GatewayCore", targets: ["GatewayService", "JSONRPC", "ProductsDomain", "EventTransport"]),
+        .library(name: "GatewayCore", targets: ["GatewayService", "MemoryTier", "GatewayMetrics", "JSONRPC", "ProductsDomain", "EventTransport"]),
         // The fuzz target of the JSON parser, writer and JSON-RPC engine (see
         // .ci/fuzz); a plain build makes it a program replaying inputs.
         .executable(name: "jsonrpc-fuzz", targets: ["JSONRPCFuzz"]),
@@ -97,11 +97,38 @@ let package = Package(
             swiftSettings: strictSwift
         ),
 
-        // MARK: Composition: configuration, routes, upstream, metrics, logs.
+        // MARK: The gateway's metric families (Prometheus), one registry.
+        .target(
+            name: "GatewayMetrics",
+            dependencies: [.product(name: "Prometheus", package: "swift-prometheus")],
+            swiftSettings: strictSwift
+        ),
+
+        // MARK: The memory tier: sources, the memory cache and in-process
+        // coalescing (one fetch per identifier in flight).
+        .target(
+            name: "MemoryTier",
+            dependencies: ["EventTransport", "JSONRPC", "ProductsDomain", "GatewayMetrics"],
+            swiftSettings: strictSwift
+        ),
+
+        // MARK: The shared tier over Redis: keys, entries, messages, leases
+        // and their drivers.
+        .target(
+            name: "RedisTier",
+            dependencies: [
+                "EventTransport", "JSONRPC", "ProductsDomain", "GatewayMetrics", "MemoryTier",
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: strictSwift
+        ),
+
+        // MARK: Composition: configuration, routes, the call, the upstream
+        // source, logs.
         .target(
             name: "GatewayService",
             dependencies: [
-                "EventTransport", "JSONRPC", "ProductsDomain", "ServiceDescription",
+                "EventTransport", "JSONRPC", "ProductsDomain", "ServiceDescription", "GatewayMetrics", "MemoryTier", "RedisTier",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -147,7 +174,7 @@ let package = Package(
         // MARK: Fuzzing: libFuzzer's entry point over JSONRPC.
         // It also reads the input as what Redis may hold (the shared tier's
         // entries and messages), through GatewayService's package API.
-        .executableTarget(name: "JSONRPCFuzz", dependencies: ["JSONRPC", "ProductsDomain", "GatewayService"], swiftSettings: strictSwift),
+        .executableTarget(name: "JSONRPCFuzz", dependencies: ["JSONRPC", "ProductsDomain", "MemoryTier", "RedisTier"], swiftSettings: strictSwift),
 
         // MARK: Tests.
         .testTarget(
@@ -159,11 +186,11 @@ let package = Package(
         .testTarget(name: "JSONRPCTests", dependencies: ["JSONRPC"], swiftSettings: testSwift),
         .testTarget(name: "ProductsDomainTests", dependencies: ["ProductsDomain", "JSONRPC"], swiftSettings: testSwift),
         .testTarget(name: "ServiceDescriptionTests", dependencies: ["ServiceDescription", "JSONRPC"], swiftSettings: testSwift),
-        .testTarget(name: "GatewayServiceTests", dependencies: ["GatewayService", "ProductsDomain", "JSONRPC"], swiftSettings: testSwift),
+        .testTarget(name: "GatewayServiceTests", dependencies: ["GatewayService", "MemoryTier", "RedisTier", "GatewayMetrics", "ProductsDomain", "JSONRPC"], swiftSettings: testSwift),
         .testTarget(
             name: "IntegrationTests",
             dependencies: [
-                "GatewayService", "MockUpstream", "EventTransport", "JSONRPC", "ProductsDomain", "ProductsGatewayCLI", "MockUpstreamCLI", "ServiceDescription",
+                "GatewayService", "MemoryTier", "RedisTier", "GatewayMetrics", "MockUpstream", "EventTransport", "JSONRPC", "ProductsDomain", "ProductsGatewayCLI", "MockUpstreamCLI", "ServiceDescription",
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
             swiftSettings: testSwift

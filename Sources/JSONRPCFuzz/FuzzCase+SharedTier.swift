@@ -1,4 +1,5 @@
-import GatewayService
+import MemoryTier
+import RedisTier
 import JSONRPC
 import ProductsDomain
 

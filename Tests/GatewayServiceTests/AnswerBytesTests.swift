@@ -1,5 +1,8 @@
 import EventTransport
+@testable import GatewayMetrics
 @testable import GatewayService
+@testable import MemoryTier
+@testable import RedisTier
 import JSONRPC
 import Logging
 import ProductsDomain

@@ -1,5 +1,8 @@
 import Foundation
+@testable import GatewayMetrics
 @testable import GatewayService
+@testable import MemoryTier
+@testable import RedisTier
 import Testing
 
 /// The settings table (``ConfigurationVariable/setting``) against what

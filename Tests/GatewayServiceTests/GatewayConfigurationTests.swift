@@ -1,6 +1,9 @@
 import Foundation
 import Logging
+@testable import GatewayMetrics
 @testable import GatewayService
+@testable import MemoryTier
+@testable import RedisTier
 import ProductsDomain
 import Testing
 

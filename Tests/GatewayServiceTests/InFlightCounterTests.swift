@@ -1,4 +1,7 @@
+@testable import GatewayMetrics
 @testable import GatewayService
+@testable import MemoryTier
+@testable import RedisTier
 import ProductsDomain
 import Testing
 
@@ -84,7 +87,7 @@ struct InFlightCounterTests {
         #expect(await coalescer.waitUntilIdle() == true)
     }
 
-    private func failure(of outcome: SharedFetch.Outcome) -> ProductsFetchFailure? {
+    private func failure(of outcome: CoalescedFetch.Outcome) -> ProductsFetchFailure? {
         if case .failure(let failure) = outcome { return failure }
         return nil
     }

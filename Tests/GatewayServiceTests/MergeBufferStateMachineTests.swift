@@ -1,4 +1,5 @@
-@testable import GatewayService
+@testable import GatewayMetrics
+@testable import MemoryTier
 import ProductsDomain
 import Testing
 

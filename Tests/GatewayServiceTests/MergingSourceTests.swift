@@ -1,5 +1,7 @@
 import EventTransport
+@testable import GatewayMetrics
 @testable import GatewayService
+@testable import MemoryTier
 import JSONRPC
 import ProductsDomain
 import Synchronization

@@ -1,5 +1,8 @@
 import EventTransport
+@testable import GatewayMetrics
 @testable import GatewayService
+@testable import MemoryTier
+@testable import RedisTier
 import JSONRPC
 import Logging
 import ProductsDomain
@@ -13,7 +16,7 @@ enum TestLoop {
     static let shared: EventLoop = group.next()
 }
 
-extension SharedFetch {
+extension CoalescedFetch {
     /// Waits for the outcome on ``TestLoop``, until `deadline`.
     func outcome(until deadline: ContinuousClock.Instant, onDeadline failure: ProductsFetchFailure) async -> Outcome {
         await withCheckedContinuation { continuation in

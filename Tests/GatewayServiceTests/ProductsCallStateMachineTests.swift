@@ -1,4 +1,7 @@
+@testable import GatewayMetrics
 @testable import GatewayService
+@testable import MemoryTier
+@testable import RedisTier
 import JSONRPC
 import ProductsDomain
 import Testing
@@ -46,7 +49,7 @@ struct ProductsCallStateMachineTests {
         #expect(Self.describe(machine.memoryLookedUp(sharedTier: true, now: Self.now)) == #"lookUpSharedTier ["a", "c"]"#)
         machine.call.answers[0] = .product(Self.product) // the shared tier held "a"
         #expect(Self.describe(machine.sharedTierAnswered(now: Self.now)) == #"fetch ["c"]"#)
-        let fetch = SharedFetch(scope: Self.scope, identifiers: ["c"])
+        let fetch = CoalescedFetch(scope: Self.scope, identifiers: ["c"])
         #expect(Self.describe(machine.fetchesClaimed([fetch])) == #"waitFor ["c"]"#)
         #expect(Self.describe(machine.fetchEnded(.success(Self.page(["c"])))) == "answer success")
         #expect(machine.call.missing.isEmpty)
@@ -76,7 +79,7 @@ struct ProductsCallStateMachineTests {
     @Test func fetchesAreWaitedForInTurnAndTheMostSevereFailureAnswers() {
         var machine = Self.machine(["a", "b", "c"])
         _ = machine.memoryLookedUp(sharedTier: false, now: Self.now)
-        let fetches = [["a"], ["b"], ["c"]].map { SharedFetch(scope: Self.scope, identifiers: $0) }
+        let fetches = [["a"], ["b"], ["c"]].map { CoalescedFetch(scope: Self.scope, identifiers: $0) }
         #expect(Self.describe(machine.fetchesClaimed(fetches)) == #"waitFor ["a"]"#)
         #expect(Self.describe(machine.fetchEnded(.failure(.invalidProductIdentifier(upstreamStatus: 422, detail: nil)))) == #"waitFor ["b"]"#)
         #expect(Self.describe(machine.fetchEnded(.success(Self.page(["b"])))) == #"waitFor ["c"]"#)
@@ -86,7 +89,7 @@ struct ProductsCallStateMachineTests {
     @Test func aFailureStaleEntriesMayCoverIsTriedFirst() {
         var machine = Self.machine(["a", "b"])
         _ = machine.memoryLookedUp(sharedTier: false, now: Self.now)
-        let fetches = [["a"], ["b"]].map { SharedFetch(scope: Self.scope, identifiers: $0) }
+        let fetches = [["a"], ["b"]].map { CoalescedFetch(scope: Self.scope, identifiers: $0) }
         _ = machine.fetchesClaimed(fetches)
         let down = ProductsFetchFailure.serviceUnavailable(upstreamStatus: 503, retryAfterSeconds: nil)
         #expect(Self.describe(machine.fetchEnded(.failure(down))) == #"coverWithStale ["a"]"#)
@@ -100,7 +103,7 @@ struct ProductsCallStateMachineTests {
     @Test func theFirstAnswerForASlotWins() {
         var machine = Self.machine(["a"])
         _ = machine.memoryLookedUp(sharedTier: false, now: Self.now)
-        let fetches = [SharedFetch(scope: Self.scope, identifiers: ["a"]), SharedFetch(scope: Self.scope, identifiers: ["a"])]
+        let fetches = [CoalescedFetch(scope: Self.scope, identifiers: ["a"]), CoalescedFetch(scope: Self.scope, identifiers: ["a"])]
         _ = machine.fetchesClaimed(fetches)
         let first = EncodedJSON(.object(["first": .bool(true)]))
         _ = machine.fetchEnded(.success(SourcePage(encodedProducts: ["a": first], maxAgeSeconds: nil)))
@@ -111,7 +114,7 @@ struct ProductsCallStateMachineTests {
     @Test func aPageNamingNothingAskedLeavesTheSlotToTheInvalidList() throws {
         var machine = Self.machine(["a"])
         _ = machine.memoryLookedUp(sharedTier: false, now: Self.now)
-        _ = machine.fetchesClaimed([SharedFetch(scope: Self.scope, identifiers: ["a"])])
+        _ = machine.fetchesClaimed([CoalescedFetch(scope: Self.scope, identifiers: ["a"])])
         guard case .answer(.success(let result)) = machine.fetchEnded(.success(Self.page(["other"]))) else {
             Issue.record("the call must answer")
             return

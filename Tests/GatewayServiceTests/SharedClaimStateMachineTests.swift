@@ -1,4 +1,7 @@
+@testable import GatewayMetrics
 @testable import GatewayService
+@testable import MemoryTier
+@testable import RedisTier
 import ProductsDomain
 import Testing
 

@@ -1,5 +1,8 @@
 import EventTransport
+@testable import GatewayMetrics
 @testable import GatewayService
+@testable import MemoryTier
+@testable import RedisTier
 import ProductsDomain
 import Synchronization
 import Testing
@@ -8,7 +11,7 @@ import Testing
 /// delivery on the waiter's own loop whoever finishes the fetch, each
 /// waiter's own deadline as a loop timer, and an outcome already there
 /// delivered at once.
-@Suite("SharedFetch by callback")
+@Suite("CoalescedFetch by callback")
 final class SharedFetchCallbackTests {
     let group: EventLoopGroup
     static let scope = FetchScope(appID: "demo", country: CountryCode("DE")!, language: nil)
@@ -31,7 +34,7 @@ final class SharedFetchCallbackTests {
     }
 
     /// Registers a waiter on `loop` and returns its delivery, once made.
-    static func wait(_ fetch: SharedFetch, on loop: EventLoop, until deadline: ContinuousClock.Instant, registered: (@Sendable () -> Void)? = nil) async -> Delivery {
+    static func wait(_ fetch: CoalescedFetch, on loop: EventLoop, until deadline: ContinuousClock.Instant, registered: (@Sendable () -> Void)? = nil) async -> Delivery {
         await withCheckedContinuation { (continuation: CheckedContinuation<Delivery, Never>) in
             loop.execute {
                 fetch.whenDone(on: loop, until: deadline, onDeadline: Self.deadlineFailure) { outcome in
@@ -48,7 +51,7 @@ final class SharedFetchCallbackTests {
     }
 
     @Test func aFetchFinishedOnAnotherLoopIsDeliveredOnEachWaitersLoop() async throws {
-        let fetch = SharedFetch(scope: Self.scope, identifiers: ["a"])
+        let fetch = CoalescedFetch(scope: Self.scope, identifiers: ["a"])
         let (first, second) = (group.loops[0], group.loops[1])
         let registered = Counter()
         let far = ContinuousClock.now + .seconds(60)
@@ -63,7 +66,7 @@ final class SharedFetchCallbackTests {
     }
 
     @Test func aWaiterWhoseDeadlinePassesLeavesAndTheOtherStillGetsTheResult() async throws {
-        let fetch = SharedFetch(scope: Self.scope, identifiers: ["a"])
+        let fetch = CoalescedFetch(scope: Self.scope, identifiers: ["a"])
         let loop = group.loops[0]
         let registered = Counter()
         async let short = Self.wait(fetch, on: loop, until: .now + .milliseconds(50)) { registered.increment() }
@@ -77,7 +80,7 @@ final class SharedFetchCallbackTests {
     }
 
     @Test func anOutcomeAlreadyThereIsDeliveredBeforeWhenDoneReturns() async {
-        let fetch = SharedFetch(scope: Self.scope, identifiers: ["a"])
+        let fetch = CoalescedFetch(scope: Self.scope, identifiers: ["a"])
         fetch.finish(.failure(.appNotRegistered(upstreamStatus: 404)))
         let loop = group.loops[1]
         // (the failure delivered, whether whenDone had returned by then)
@@ -96,7 +99,7 @@ final class SharedFetchCallbackTests {
     }
 
     @Test func releasedWaitersGetTheReleaseFailureOnTheirLoop() async throws {
-        let fetch = SharedFetch(scope: Self.scope, identifiers: ["a"])
+        let fetch = CoalescedFetch(scope: Self.scope, identifiers: ["a"])
         let loop = group.loops[0]
         let registered = Counter()
         async let waiting = Self.wait(fetch, on: loop, until: .now + .seconds(60)) { registered.increment() }

@@ -1,18 +1,21 @@
+@testable import GatewayMetrics
 @testable import GatewayService
+@testable import MemoryTier
+@testable import RedisTier
 import ProductsDomain
 import Synchronization
 import Testing
 
 /// The shared fetch with real tasks: waiters, each waiter's own deadline,
 /// and release at shutdown. No sockets.
-@Suite("SharedFetch")
+@Suite("CoalescedFetch")
 struct SharedFetchTests {
     static let scope = FetchScope(appID: "demo", country: CountryCode("DE")!, language: nil)
     static let page = SourcePage(encodedProducts: [:], maxAgeSeconds: 17)
     static let deadlineFailure = ProductsFetchFailure.cancelled(detail: "deadline")
 
     @Test func everyWaiterGetsTheOutcome() async {
-        let fetch = SharedFetch(scope: Self.scope, identifiers: ["a"])
+        let fetch = CoalescedFetch(scope: Self.scope, identifiers: ["a"])
         let far = ContinuousClock.now + .seconds(60)
         async let first = fetch.outcome(until: far, onDeadline: Self.deadlineFailure)
         async let second = fetch.outcome(until: far, onDeadline: Self.deadlineFailure)
@@ -25,7 +28,7 @@ struct SharedFetchTests {
     }
 
     @Test func aWaiterWhoseDeadlinePassesLeavesAndTheOthersStillGetTheResult() async {
-        let fetch = SharedFetch(scope: Self.scope, identifiers: ["a"])
+        let fetch = CoalescedFetch(scope: Self.scope, identifiers: ["a"])
         async let short = fetch.outcome(until: .now + .milliseconds(50), onDeadline: Self.deadlineFailure)
         async let long = fetch.outcome(until: .now + .seconds(60), onDeadline: Self.deadlineFailure)
         #expect(failure(of: await short) == Self.deadlineFailure)
@@ -42,10 +45,10 @@ struct SharedFetchTests {
     /// failure, not wait for a fetch that may take much longer.
     @Test func aWaiterArrivingAfterItsDeadlineLeavesAtOnce() async throws {
         let returned = Counter()
-        var fetches: [SharedFetch] = []
-        var tasks: [Task<SharedFetch.Outcome, Never>] = []
+        var fetches: [CoalescedFetch] = []
+        var tasks: [Task<CoalescedFetch.Outcome, Never>] = []
         for _ in 0..<200 {
-            let fetch = SharedFetch(scope: Self.scope, identifiers: ["a"])
+            let fetch = CoalescedFetch(scope: Self.scope, identifiers: ["a"])
             fetches.append(fetch)
             tasks.append(Task {
                 let outcome = await fetch.outcome(until: .now - .seconds(1), onDeadline: Self.deadlineFailure)
@@ -67,7 +70,7 @@ struct SharedFetchTests {
     }
 
     @Test func releasingWaitersLeavesTheFetchToFinishOnItsOwn() async throws {
-        let fetch = SharedFetch(scope: Self.scope, identifiers: ["a"])
+        let fetch = CoalescedFetch(scope: Self.scope, identifiers: ["a"])
         let returned = Counter()
         let waiting = Task {
             let outcome = await fetch.outcome(until: .now + .seconds(60), onDeadline: Self.deadlineFailure)
@@ -87,7 +90,7 @@ struct SharedFetchTests {
         #expect(failure(of: await fetch.outcome(until: .now + .seconds(60), onDeadline: Self.deadlineFailure)) == .cancelled(detail: "the gateway is shutting down"))
     }
 
-    private func failure(of outcome: SharedFetch.Outcome) -> ProductsFetchFailure? {
+    private func failure(of outcome: CoalescedFetch.Outcome) -> ProductsFetchFailure? {
         if case .failure(let failure) = outcome { return failure }
         return nil
     }

@@ -1,5 +1,7 @@
 import Foundation
 @testable import GatewayService
+@testable import MemoryTier
+@testable import RedisTier
 import Testing
 
 /// Answers kept for `Cache-Control: max-age=N` capped by

@@ -1,5 +1,7 @@
 import Foundation
 @testable import GatewayService
+@testable import MemoryTier
+@testable import RedisTier
 import Testing
 
 /// The release script run by a real `redis-server` on groups of several
@@ -13,14 +15,14 @@ struct SharedReleaseScriptTests {
         defer { redis.stop() }
         let script = String(decoding: SharedTier.releaseScript.body, as: UTF8.self)
         // Group 1: stores a, b; holds both claims; b has a waiter.
-        try redis.cli("SET", "c:a", "t1", "PX", "1000")
-        try redis.cli("SET", "c:b", "t1", "PX", "1000")
-        try redis.cli("SET", "w:b", "1", "PX", "1000")
+        try redis.cli("SET", "c:a", "t1", "PX", "60000")
+        try redis.cli("SET", "c:b", "t1", "PX", "60000")
+        try redis.cli("SET", "w:b", "1", "PX", "60000")
         // Group 2: its claim lapsed and was taken by another token.
-        try redis.cli("SET", "c:x", "other", "PX", "1000")
-        try redis.cli("SET", "w:x", "1", "PX", "1000")
+        try redis.cli("SET", "c:x", "other", "PX", "60000")
+        try redis.cli("SET", "w:x", "1", "PX", "60000")
         // Group 3: holds its claim, nobody waits, stores nothing.
-        try redis.cli("SET", "c:y", "t3", "PX", "1000")
+        try redis.cli("SET", "c:y", "t3", "PX", "60000")
         let keys = ["p:a", "p:b", "c:a", "c:b", "w:a", "w:b", "c:x", "w:x", "c:y", "w:y"]
         let arguments = [
             "t1", "60000", "2", "1", "entry-a", "30000", "entry-b", "30000",

@@ -1,6 +1,8 @@
 import EventTransport
 import Foundation
 import GatewayService
+import MemoryTier
+import GatewayMetrics
 import JSONRPC
 import Logging
 import ProductsDomain

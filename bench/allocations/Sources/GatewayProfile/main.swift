@@ -2,6 +2,7 @@ import BenchSupport
 import Dispatch
 import Foundation
 import GatewayService
+import MemoryTier
 import JSONRPC
 import ProductsDomain
 

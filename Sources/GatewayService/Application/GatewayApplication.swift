@@ -1,0 +1,300 @@
+import GatewayMetrics
+import MemoryTier
+import RedisTier
+import EventTransport
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+import Glibc
+import JSONRPC
+import Logging
+import ProductsDomain
+import ServiceLifecycle
+import Synchronization
+
+/// The composition root: builds every part from a configuration, serves,
+/// and shuts down gracefully. `main` and the tests both use it.
+///
+/// It is one `Service` composed of the ``HTTPFront``, the ``UpstreamPool``
+/// and the event loops under both, rather than a group of sibling services:
+/// its shutdown is a sequence whose steps depend on each other (drain before
+/// any call is released, so the answers carry `Connection: close`; release
+/// the fetch waiters before the pool refuses leases, so calls get
+/// `cancelled`; stop the loops last, after the answers are written), and a
+/// `ServiceGroup` cancels its services all at once when the grace is over.
+/// Signals and the grace belong to the group that runs it (`main`: bounded
+/// by `GATEWAY_SHUTDOWN_GRACE_MS`, shut down on SIGTERM or SIGINT; the
+/// tests: one without signals).
+public final class GatewayApplication: Service {
+    public let configuration: GatewayConfiguration
+    public let metrics: GatewayMetrics
+    private let logger: Logger
+    private let group: EventLoopGroup
+    private let front: HTTPFront
+    private let descriptors: DescriptorBudget
+    private let upstream: UpstreamPool
+    private let sharedTier: SharedTier?
+    private let boundAdminPort = Atomic<Int>(-1)
+
+    /// Builds the gateway; nothing listens until ``start()``.
+    /// - Throws: ``ConfigurationError`` for a CA or catalog file that cannot
+    ///   be used, ``TransportError`` when the event loops cannot be made.
+    public init(configuration: GatewayConfiguration, logger: Logger) throws {
+        self.configuration = configuration
+        self.logger = logger
+        let descriptors = try DescriptorBudget(configuration: configuration)
+        self.descriptors = descriptors
+        let metrics = GatewayMetrics(upstreamMaxIDs: configuration.upstreamMaxIDs)
+        self.metrics = metrics
+        let group = try EventLoopGroup(count: configuration.workers, namePrefix: "gateway-loop")
+        self.group = group
+
+        let source: any ProductSource
+        let client: HTTPSClient?
+        if let upstream = configuration.upstream {
+            let tls: TLSClientContext
+            do {
+                tls = try TLSClientContext(caFile: configuration.caFile)
+            } catch {
+                group.shutdown()
+                throw ConfigurationError(variable: configuration.caFile == nil ? "ONSIDE_UPSTREAM_URL" : "ONSIDE_CA_FILE", message: "cannot set up TLS: \(error.message)")
+            }
+            let upstreamClient = HTTPSClient(group: group, configuration: HTTPSClientConfiguration(
+                host: upstream.host,
+                port: upstream.port,
+                tls: tls,
+                timeoutMilliseconds: configuration.upstreamTimeoutMS,
+                maxConcurrentExchanges: configuration.upstreamConcurrency,
+                maxResponseBytes: configuration.upstreamMaxBodyBytes,
+                observer: UpstreamInflightGauge(metrics: metrics)
+            ))
+            client = upstreamClient
+            source = OnsideUpstreamSource(
+                client: upstreamClient,
+                settings: .init(
+                    basePath: upstream.basePath,
+                    apiToken: configuration.apiToken,
+                    retries: configuration.upstreamRetries,
+                    attemptTimeout: .milliseconds(configuration.upstreamTimeoutMS)
+                ),
+                metrics: metrics,
+                logger: logger
+            )
+        } else {
+            client = nil
+            do {
+                let catalog = try configuration.catalogPath.map { path throws(CatalogError) in try Catalog(contentsOfFile: path) } ?? Catalog.sample
+                source = CatalogProductSource(catalog: catalog)
+            } catch {
+                group.shutdown()
+                throw ConfigurationError(variable: "GATEWAY_CATALOG", message: "\(error)")
+            }
+        }
+
+        // Under the shared tier: what a loop's fetches still ask after the
+        // claims across replicas goes out together.
+        let merged = MergingSource(
+            base: source, loops: group.loops, maxIdentifiers: configuration.upstreamMaxIDs, window: .microseconds(configuration.mergeWindowUS)
+        )
+        let sharedTier = SharedTier.make(configuration: configuration, group: group, metrics: metrics, logger: logger)
+        self.sharedTier = sharedTier
+        let service = ProductsFetchService(
+            settings: .init(
+                appID: configuration.appID,
+                limits: FetchProductsLimits(maxIdentifiers: configuration.maxIdentifiers),
+                requestTimeout: .milliseconds(configuration.requestTimeoutMS),
+                upstreamMaxIDs: configuration.upstreamMaxIDs,
+                cacheMaxTTLSeconds: configuration.cacheMaxTTLSeconds,
+                regionResolver: RegionResolver(configuredDefault: configuration.defaultCountry, systemLocale: configuration.systemLocale),
+                cacheMaxBytes: configuration.cacheMaxBytes,
+                cacheMaxStaleSeconds: configuration.cacheMaxStaleSeconds,
+                waitingFor: configuration.upstream == nil ? nil
+                    : "the upstream had not answered (each attempt may take UPSTREAM_TIMEOUT_MS=\(configuration.upstreamTimeoutMS) ms, with UPSTREAM_RETRIES=\(configuration.upstreamRetries))"
+            ),
+            // With the shared tier, a fetch claims its identifiers across
+            // replicas and stores what it may keep in Redis.
+            source: sharedTier.map { SharedTierSource(base: merged, tier: $0) } ?? merged,
+            metrics: metrics,
+            sharedTier: sharedTier
+        )
+        self.upstream = UpstreamPool(service: service, client: client)
+        let rpc = JSONRPCServer<RPCCallContext>(
+            maxBatchSize: configuration.maxBatch,
+            methods: ["rpc.discover": OpenRPCDocument.discoverMethod()],
+            immediateMethods: Self.productsFetchMethods(service: service).immediate,
+            fastMethods: Self.productsFetchMethods(service: service).fast,
+            observer: Self.callObserver(metrics: metrics)
+        )
+        let readiness = ReadinessState()
+        let handler = GatewayHTTPHandler(
+            rpc: rpc,
+            authenticator: APIKeyAuthenticator(keys: configuration.apiKeys),
+            readiness: readiness,
+            metrics: metrics,
+            openAPIDocument: OpenAPIDocument.bytes,
+            batchTurns: BatchTurns(concurrency: configuration.batchConcurrency) { change in metrics.recordBatchesWaiting(change) },
+            requestTimeout: .milliseconds(configuration.requestTimeoutMS),
+            logger: logger
+        )
+        let front = HTTPFront(
+            group: group,
+            configuration: HTTPServerConfiguration(
+                host: configuration.listenHost,
+                port: configuration.listenPort,
+                limits: .init(maxHeaderBytes: 16384, maxHeaderFields: 100, maxBodyBytes: configuration.maxBodyBytes),
+                readTimeout: .milliseconds(configuration.readTimeoutMS),
+                idleTimeout: .milliseconds(configuration.idleTimeoutMS),
+                // An answer has as long to be read as a request to arrive.
+                writeTimeout: .milliseconds(configuration.readTimeoutMS),
+                maxConnections: descriptors.maxConnections
+            ),
+            admin: configuration.adminListen,
+            logger: logger,
+            handler: handler,
+            readiness: readiness
+        )
+        self.front = front
+        // Weak: the front's handler holds the metrics, so a strong capture
+        // would make a cycle that outlives the application.
+        metrics.readConnectionCounts { [weak front] in front?.connectionCounts ?? (0, 0) }
+    }
+
+    /// Binds and serves; returns the bound port. Binding comes before
+    /// ``run()`` so that a port in use stops start-up before any service runs.
+    @discardableResult
+    public func start() throws -> Int {
+        LibeventLog.route(to: logger)
+        if configuration.upstream != nil, configuration.apiToken == nil {
+            logger.warning("ONSIDE_UPSTREAM_URL is set but no token is (ONSIDE_API_TOKEN or ONSIDE_API_TOKEN_FILE): upstream calls go without Authorization, and an upstream that needs one answers 401 (internalError)")
+        }
+        if descriptors.maxConnections < configuration.maxConnections {
+            logger.warning("the open-file limit allows fewer client connections than GATEWAY_MAX_CONNECTIONS; past them, connections are refused with 503", metadata: [
+                "openFileLimit": .stringConvertible(descriptors.openFileLimit),
+                "GATEWAY_MAX_CONNECTIONS": .stringConvertible(configuration.maxConnections),
+                "maxConnections": .stringConvertible(descriptors.maxConnections),
+                "reservedDescriptors": .stringConvertible(descriptors.reserved),
+            ])
+        }
+        do throws(HTTPFrontBindError) {
+            let ports = try front.start()
+            boundAdminPort.store(ports.adminPort ?? -1, ordering: .releasing)
+            return ports.port
+        } catch {
+            // Binding is the one thing starting the front can fail at.
+            let (variable, host, port) = error.isAdmin
+                ? (ConfigurationVariable.adminListen, configuration.adminListen?.host ?? "", configuration.adminListen?.port ?? 0)
+                : (ConfigurationVariable.listen, configuration.listenHost, configuration.listenPort)
+            throw ConfigurationError(variable: variable.rawValue, message: "cannot listen on \(host):\(port): \(error.error)")
+        }
+    }
+
+    /// The port `GATEWAY_ADMIN_LISTEN` is bound to (the real one when it
+    /// asked for port 0), once ``start()`` has returned; nil without it.
+    public var adminPort: Int? {
+        let port = boundAdminPort.load(ordering: .acquiring)
+        return port < 0 ? nil : port
+    }
+
+    /// Serves until the group running it shuts down, then drains:
+    ///
+    /// 1. The front drains: `/readyz` 503, listeners closed, later answers
+    ///    with `Connection: close`.
+    /// 2. Graceful: the calls in flight get the rest of the grace. When the
+    ///    grace is over (this task is cancelled), every wait on a fetch ends
+    ///    with `cancelled`, and the front waits, uncancellably, until those
+    ///    answers are handed over.
+    /// 3. Idle connections close at once (no request can arrive on one after
+    ///    the count); each of the others closes once its answer is out, at
+    ///    most 2 s later.
+    /// 4. Graceful: fetches still running (their callers left at their
+    ///    deadline) get the rest of the grace. Then the pool fails the lease
+    ///    waiters and closes its connections, and the loops stop.
+    public func run() async throws {
+        let graceful = (try? await gracefulShutdown()) != nil
+        front.beginDraining()
+        let answered = graceful ? await front.waitForCalls(cancellable: true) : false
+        if !answered {
+            let inFlight = front.callsInFlight
+            if inFlight > 0 {
+                logger.warning("shutdown grace over; cancelling calls in flight", metadata: ["inFlight": .stringConvertible(inFlight)])
+            }
+            upstream.cancelWaiting()
+            await front.waitForCalls(cancellable: false)
+        }
+        // A client that does not read its last answer within this is cut off:
+        // shutdown is bounded.
+        await front.close(writeDeadline: .seconds(2))
+        if answered { _ = await upstream.waitForFetches() }
+        upstream.close()
+        sharedTier?.close()
+        // Blocks this thread until the loops' threads have ended; they run
+        // their last jobs themselves and never wait for the cooperative pool.
+        group.shutdown()
+    }
+
+    /// The logger for a `ServiceGroup`: its own lines are all `debug` (the
+    /// service starting and stopping), and between start-up and shutdown
+    /// every line of the log belongs to a call.
+    public static func lifecycleLogger(_ logger: Logger) -> Logger {
+        var quiet = logger
+        quiet.logLevel = max(logger.logLevel, .info)
+        return quiet
+    }
+
+    /// `products.fetch`, bound to the service: its one form, by callback
+    /// on the request's loop, from the parsed params and from their text.
+    public static func productsFetchMethods(service: ProductsFetchService) -> (
+        immediate: [String: JSONRPCServer<RPCCallContext>.ImmediateMethod], fast: [String: JSONRPCServer<RPCCallContext>.FastMethod]
+    ) {
+        (
+            ["products.fetch": { request, context in service.fetchImmediately(params: request.params, context: context) }],
+            ["products.fetch": { params, context in service.fetchImmediately(paramsJSON: params, context: context) }]
+        )
+    }
+
+    /// Metrics and the call's log line, for every request the engine saw:
+    /// calls, notifications, unknown methods, invalid requests, bodies that
+    /// are not JSON.
+    private static func callObserver(metrics: GatewayMetrics) -> JSONRPCServer<RPCCallContext>.Observer {
+        { record, context in
+            let outcome = Self.outcome(of: record.outcome)
+            let method = record.method ?? "-"
+            metrics.recordCall(method: method, outcome: outcome, duration: record.duration)
+            // Built only when the line is written: at LOG_LEVEL=warning a
+            // call costs no dictionary.
+            guard context.logLevel <= .info else { return }
+            var metadata: Logger.Metadata = [
+                "method": "\(method.prefix(64))",
+                "outcome": "\(outcome)",
+                "durationMs": .stringConvertible(record.duration.milliseconds),
+            ]
+            if case .failure(let error) = record.outcome { metadata["code"] = .stringConvertible(error.code) }
+            if record.isNotification { metadata["notification"] = .stringConvertible(true) }
+            context.logger.info("rpc call", metadata: metadata)
+        }
+    }
+
+    /// The `outcome` label of a call's metrics and log line: `ok`, the
+    /// typed failure's reason (``ProductsFetchFailure``, or a
+    /// ``ParamsError`` the contract names one for, such as
+    /// `regionUnresolved`, carried by the error as its
+    /// ``JSONRPCError/cause``), or the protocol error's name.
+    static func outcome(of result: Result<JSONValue, JSONRPCError>) -> String {
+        switch result {
+        case .success:
+            return "ok"
+        case .failure(let error):
+            if let failure = error.cause as? ProductsFetchFailure { return failure.reason }
+            if let refused = error.cause as? ParamsError, let reason = refused.reason { return reason }
+            switch error.code {
+            case -32602: return "invalidParams"
+            case -32601: return "methodNotFound"
+            case -32600: return "invalidRequest"
+            case -32700: return "parseError"
+            default: return "gatewayError"
+            }
+        }
+    }
+}

@@ -1,0 +1,370 @@
+import GatewayMetrics
+import MemoryTier
+import RedisTier
+import EventTransport
+import JSONRPC
+import Logging
+import ProductsDomain
+
+/// `products.fetch`: validation, region, cache, coalescing, fan-out,
+/// merge, normalisation and the error mapping, source-agnostic.
+public final class ProductsFetchService: Sendable {
+    /// Settings of the pipeline, from the configuration.
+    public struct Settings: Sendable {
+        public var appID: String
+        public var limits: FetchProductsLimits
+        public var requestTimeout: Duration
+        public var upstreamMaxIDs: Int
+        public var cacheMaxTTLSeconds: Int
+        public var regionResolver: RegionResolver
+        /// `GATEWAY_CACHE_MAX_BYTES`.
+        public var cacheMaxBytes: Int
+        /// `GATEWAY_CACHE_MAX_STALE_S`.
+        public var cacheMaxStaleSeconds: Int
+
+        /// What a call that misses memory waits for, in words, for the
+        /// message of a call whose deadline passes while it waits
+        /// (the upstream and its timeouts); nil names nothing.
+        public var waitingFor: String?
+
+        public init(appID: String, limits: FetchProductsLimits, requestTimeout: Duration, upstreamMaxIDs: Int, cacheMaxTTLSeconds: Int, regionResolver: RegionResolver, cacheMaxBytes: Int = 33_554_432, cacheMaxStaleSeconds: Int = 300, waitingFor: String? = nil) {
+            self.waitingFor = waitingFor
+            self.appID = appID
+            self.limits = limits
+            self.requestTimeout = requestTimeout
+            self.upstreamMaxIDs = upstreamMaxIDs
+            self.cacheMaxTTLSeconds = cacheMaxTTLSeconds
+            self.regionResolver = regionResolver
+            self.cacheMaxBytes = cacheMaxBytes
+            self.cacheMaxStaleSeconds = cacheMaxStaleSeconds
+        }
+    }
+
+    fileprivate let settings: Settings
+    private let source: any ProductSource
+    fileprivate let coalescer = Coalescer()
+    fileprivate let cache: ResponseCache
+    fileprivate let metrics: GatewayMetrics
+    /// The shared tier (Redis), when `GATEWAY_REDIS_URL` is set.
+    fileprivate let sharedTier: SharedTier?
+    /// What a call whose deadline passed before it could start a fetch (a
+    /// batch's wait for its turn) ends with; worded once, not per call.
+    fileprivate let deadlineFailure: ProductsFetchFailure
+    /// What a call whose deadline passes while it waits for a fetch ends
+    /// with: it says what it was waiting for, so a hung upstream is told
+    /// apart from a slow caller.
+    fileprivate let waitDeadlineFailure: ProductsFetchFailure
+
+    public convenience init(settings: Settings, source: any ProductSource, metrics: GatewayMetrics) {
+        self.init(settings: settings, source: source, metrics: metrics, sharedTier: nil)
+    }
+
+    init(settings: Settings, source: any ProductSource, metrics: GatewayMetrics, sharedTier: SharedTier?) {
+        self.settings = settings
+        self.source = source
+        self.cache = ResponseCache(maxTTLSeconds: settings.cacheMaxTTLSeconds, maxStaleSeconds: settings.cacheMaxStaleSeconds, maxBytes: settings.cacheMaxBytes, metrics: metrics)
+        self.metrics = metrics
+        self.sharedTier = sharedTier
+        let deadline = "the call's deadline of \(settings.requestTimeout.milliseconds) ms passed (GATEWAY_REQUEST_TIMEOUT_MS)"
+        self.deadlineFailure = .cancelled(detail: deadline)
+        self.waitDeadlineFailure = .cancelled(detail: settings.waitingFor.map { "\(deadline): \($0)" } ?? deadline)
+    }
+
+    /// Runs one call on `context.loop`, the loop of its request, passed
+    /// explicitly. Refused params or region, or every product fresh in
+    /// memory, answer now; a call that misses memory goes on by callbacks
+    /// on that loop (``ProductsCallDriver``), with no task: the shared
+    /// tier's reply, the fetches' outcomes and the deadline's timer all
+    /// come back to it. Never throws: every failure is a JSON-RPC error.
+    ///
+    /// The call's deadline (`GATEWAY_REQUEST_TIMEOUT_MS`) counts from
+    /// `context.arrived`, so time a batch spent waiting for its turn is
+    /// part of it.
+    /// - Precondition: called on `context.loop`.
+    public func fetchImmediately(params: JSONRPCParams?, context: RPCCallContext) -> JSONRPCImmediateOutcome {
+        let parsed: FetchProductsParams
+        let region: ResolvedRegion
+        switch validate(params, requestID: context.requestID) {
+        case .failure(let error): return .answer(.failure(error))
+        case .success(let valid): (parsed, region) = valid
+        }
+        return fetchImmediately(parsed, region: region, context: context)
+    }
+
+    /// ``fetchImmediately(params:context:)`` for params read from the text
+    /// of the call's params object with no JSON tree
+    /// (``FetchProductsParams/read(json:limits:parserLimits:)``); `nil`,
+    /// before anything is done, when those params or their region are not
+    /// the usual valid ones: the tree's way then answers, wording the error.
+    public func fetchImmediately(paramsJSON: UnsafeBufferPointer<UInt8>, context: RPCCallContext) -> JSONRPCImmediateOutcome? {
+        guard let parsed = FetchProductsParams.read(json: paramsJSON, limits: settings.limits),
+              let region = try? settings.regionResolver.resolve(parsed) else { return nil }
+        return fetchImmediately(parsed, region: region, context: context)
+    }
+
+    private func fetchImmediately(_ parsed: FetchProductsParams, region: ResolvedRegion, context: RPCCallContext) -> JSONRPCImmediateOutcome {
+        let loop = context.loop
+        var machine = ProductsCallStateMachine(call: begin(parsed, region: region, requestID: context.requestID, arrived: context.arrived, on: loop))
+        let first = machine.memoryLookedUp(sharedTier: sharedTier != nil, now: .now)
+        switch first {
+        case .answer(let outcome):
+            return .answer(rpcOutcome(outcome, requestID: context.requestID, logger: context.logger))
+        case .deadlinePassed:
+            return .answer(rpcOutcome(.failure(deadlineFailure), requestID: context.requestID, logger: context.logger))
+        default:
+            return .later { [self, machine] answer in
+                ProductsCallDriver(service: self, machine: machine, loop: loop) { [self] outcome in
+                    answer(rpcOutcome(outcome, requestID: context.requestID, logger: context.logger))
+                }.perform(first)
+            }
+        }
+    }
+
+    /// A call's outcome as JSON-RPC; a failure is logged here, once.
+    private func rpcOutcome(_ outcome: Result<EncodedJSON, ProductsFetchFailure>, requestID: String, logger: @autoclosure () -> Logger) -> Result<JSONValue, JSONRPCError> {
+        switch outcome {
+        case .success(let result):
+            // Already JSON: the engine appends these bytes to the response.
+            return .success(.encoded(result))
+        case .failure(let failure):
+            // The upstream failing (or hanging) is the operator's to see at
+            // LOG_LEVEL=warning; an identifier it rejected is the caller's.
+            let metadata: Logger.Metadata = ["reason": "\(failure.reason)", "detail": "\(failure.message)"]
+            if case .invalidProductIdentifier = failure {
+                logger().info("products.fetch failed", metadata: metadata)
+            } else {
+                logger().warning("products.fetch failed", metadata: metadata)
+            }
+            return .failure(failure.jsonRPCError(requestID: requestID))
+        }
+    }
+
+    /// Params and region, or the call's error; every error of a call
+    /// carries the request id, as the upstream errors do, so a caller can
+    /// quote it.
+    private func validate(_ params: JSONRPCParams?, requestID: String) -> Result<(FetchProductsParams, ResolvedRegion), JSONRPCError> {
+        do {
+            let parsed = try FetchProductsParams.parse(params, limits: settings.limits)
+            return .success((parsed, try settings.regionResolver.resolve(parsed)))
+        } catch {
+            var rpcError = error.jsonRPCError
+            var data = rpcError.data?.objectValue ?? JSONObject()
+            data["requestId"] = .string(requestID)
+            rpcError.data = .object(data)
+            return .failure(rpcError)
+        }
+    }
+
+    /// A valid call after its memory lookup: fresh entries answer, and
+    /// `stale-while-revalidate` ones answer and are refreshed in the
+    /// background.
+    private func begin(_ params: FetchProductsParams, region: ResolvedRegion, requestID: String, arrived: ContinuousClock.Instant, on loop: EventLoop) -> CallInProgress {
+        let started = ContinuousClock.now
+        var call = CallInProgress(
+            identifiers: params.productIdentifiers,
+            scope: FetchScope(appID: settings.appID, country: region.countryCode, language: params.language),
+            region: region,
+            requestID: requestID,
+            deadline: arrived + settings.requestTimeout
+        )
+        var stale: [String] = []
+        let hits = cache.lookup(scope: call.scope, identifiers: call.identifiers, now: started, into: &call.answers, revalidating: &stale)
+        metrics.recordCacheHits(hits)
+        if !stale.isEmpty {
+            metrics.recordStaleIdentifiers(stale.count)
+            var none: SharedPreclaim?
+            revalidate(stale, scope: call.scope, requestID: requestID, deadline: call.deadline, preclaim: &none, on: loop)
+        }
+        return call
+    }
+
+    /// The shared tier's answer to one `MGET` of `asked` (the call's memory
+    /// misses), taken into the call. Every entry found is kept in memory
+    /// for the rest of its time; fresh ones answer now
+    /// (`gateway_shared_cache_hits_total`), stale ones as the memory
+    /// cache's stale rules allow.
+    fileprivate func absorbShared(_ found: [SharedCacheEntry?], asked: [String], into call: inout CallInProgress, on loop: EventLoop) {
+        let nowUnixMS = SharedTier.unixMilliseconds()
+        var kept: [ResponseCache.SharedAnswer] = []
+        var fresh: [String: ProductAnswer] = [:]
+        var anyStale = false
+        for (index, entry) in found.enumerated() {
+            guard let entry else { continue }
+            let freshFor = entry.freshFor(nowUnixMS: nowUnixMS, cap: .seconds(settings.cacheMaxTTLSeconds))
+            kept.append(ResponseCache.SharedAnswer(
+                identifier: asked[index], answer: entry.answer, freshFor: freshFor,
+                staleIfErrorSeconds: entry.staleIfErrorSeconds, revalidateSeconds: entry.revalidateSeconds
+            ))
+            if freshFor > .zero { fresh[asked[index]] = entry.answer } else { anyStale = true }
+        }
+        guard !kept.isEmpty else { return }
+        let identifiers = call.identifiers
+        cache.store(shared: kept, scope: call.scope, now: .now)
+        if !fresh.isEmpty {
+            for index in identifiers.indices where call.answers[index] == nil {
+                if let answer = fresh[identifiers[index]] { call.answers[index] = answer }
+            }
+            metrics.recordSharedHits(fresh.count)
+        }
+        if anyStale {
+            // Now in memory: `stale-while-revalidate` ones answer (and are
+            // refreshed) as a memory lookup would have answered them.
+            var revalidating: [String] = []
+            _ = cache.lookup(scope: call.scope, identifiers: identifiers, now: .now, into: &call.answers, revalidating: &revalidating)
+            if !revalidating.isEmpty {
+                metrics.recordStaleIdentifiers(revalidating.count)
+                revalidate(revalidating, scope: call.scope, requestID: call.requestID, deadline: call.deadline, preclaim: &call.preclaim, on: loop)
+            }
+        }
+    }
+
+    /// `stale-while-revalidate`: one background fetch per identifier
+    /// answered stale, coalesced like any fetch (an identifier already being
+    /// fetched is not asked again). Nobody waits for it; its success
+    /// refreshes the cache, its failure is forgotten.
+    private func revalidate(_ identifiers: [String], scope: FetchScope, requestID: String, deadline: ContinuousClock.Instant, preclaim: inout SharedPreclaim?, on loop: EventLoop) {
+        let claim = coalescer.claim(scope: scope, identifiers: identifiers, chunkSize: settings.upstreamMaxIDs)
+        for fetch in claim.started { start(fetch, requestID: requestID, deadline: deadline, preclaim: adopt(fetch, from: &preclaim), on: loop) }
+    }
+
+    /// Starts a call's new fetches, each with the leases the call's lookup
+    /// took for its identifiers; leases no fetch adopted are released.
+    fileprivate func startFetches(_ started: [CoalescedFetch], for call: inout CallInProgress, on loop: EventLoop) {
+        for fetch in started {
+            start(fetch, requestID: call.requestID, deadline: call.deadline, preclaim: adopt(fetch, from: &call.preclaim), on: loop)
+        }
+        releaseLeases(of: &call, on: loop)
+    }
+
+    /// The leases of `fetch`'s identifiers, taken out of `preclaim`.
+    private func adopt(_ fetch: CoalescedFetch, from preclaim: inout SharedPreclaim?) -> SharedPreclaim? {
+        guard let all = preclaim, let part = all.restricted(to: fetch.identifiers) else { return nil }
+        if part.won.count == all.won.count, part.held.count == all.held.count {
+            // Every lease adopted (the usual miss): nothing left to subtract.
+            preclaim = nil
+            return part
+        }
+        preclaim?.won.subtract(part.won)
+        preclaim?.held.subtract(part.held)
+        return part
+    }
+
+    /// Gives back the leases of the call's lookup that no fetch adopted (an
+    /// identifier answered from an entry after all, or joined to a fetch
+    /// already running).
+    fileprivate func releaseLeases(of call: inout CallInProgress, on loop: EventLoop) {
+        guard let preclaim = call.preclaim else { return }
+        call.preclaim = nil
+        sharedTier?.release(preclaim, on: loop)
+    }
+
+    /// Starts a shared fetch, owned by no caller, so a caller leaving never
+    /// cancels it for the others; the coalescer owns it, from the claim
+    /// until `finish`. The source runs it on `loop`, the loop of the call
+    /// that started it, by callback: the fetch, its upstream exchange and
+    /// its timers stay there.
+    private func start(_ fetch: CoalescedFetch, requestID: String, deadline: ContinuousClock.Instant, preclaim: SharedPreclaim?, on loop: EventLoop) {
+        var request = SourceRequest(scope: fetch.scope, identifiers: fetch.identifiers, requestID: requestID, deadline: deadline)
+        request.preclaim = preclaim
+        let source = self.source
+        let cache = self.cache
+        let coalescer = self.coalescer
+        source.fetch(request, on: loop) { answered in
+            // Only what this fetch asked for, byte for byte, reaches the
+            // cache and the calls waiting on it.
+            let outcome = answered.map { $0.restricted(to: fetch.identifiers) }
+            if case .success(let page) = outcome {
+                // Stored before the identifiers are released, so a call
+                // arriving in between finds one or the other.
+                cache.store(page, scope: fetch.scope, identifiers: fetch.identifiers, now: .now)
+            }
+            coalescer.finish(fetch, with: outcome)
+        }
+    }
+
+    /// Ends every wait on a shared fetch with `cancelled`, now and until the
+    /// process ends (the shutdown grace is over). Fetches in flight go on;
+    /// nobody waits for them any more.
+    public func cancelWaiting() {
+        coalescer.releaseWaiters(with: .cancelled(detail: "the gateway is shutting down"))
+    }
+
+    /// Waits until every shared fetch started so far has ended, or until the
+    /// calling task is cancelled.
+    /// - Returns: `true` when no fetch is running.
+    @discardableResult
+    public func waitForFetches() async -> Bool {
+        await coalescer.waitUntilIdle()
+    }
+}
+
+/// Runs one call's ``ProductsCallStateMachine`` on the call's loop, doing
+/// what each action says: the shared tier's lookup, the coalescer's claim,
+/// the waits, `stale-if-error`. Every callback it waits for (the Redis
+/// reply, a fetch's end, the deadline's timer) comes back to `loop`, so the
+/// machine needs no lock. A fetch that has already ended is taken in a
+/// loop, not by recursion: a call joining thousands of ended fetches
+/// neither grows the loop's stack nor copies its answers per fetch.
+private final class ProductsCallDriver: @unchecked Sendable {
+    // @unchecked: `machine` is touched on `loop` only.
+    private let service: ProductsFetchService
+    private let loop: EventLoop
+    private var machine: ProductsCallStateMachine
+    private let answer: @Sendable (Result<EncodedJSON, ProductsFetchFailure>) -> Void
+
+    init(service: ProductsFetchService, machine: ProductsCallStateMachine, loop: EventLoop, answer: @escaping @Sendable (Result<EncodedJSON, ProductsFetchFailure>) -> Void) {
+        self.service = service
+        self.machine = machine
+        self.loop = loop
+        self.answer = answer
+    }
+
+    /// Performs `first` and the actions that follow it until one waits.
+    func perform(_ first: ProductsCallStateMachine.Action) {
+        loop.preconditionInEventLoop()
+        var action = first
+        while true {
+            switch action {
+            case .lookUpSharedTier(let missing):
+                guard let tier = service.sharedTier else {
+                    action = machine.sharedTierAnswered(now: .now)
+                    continue
+                }
+                tier.lookup(scope: machine.call.scope, identifiers: missing, on: loop) { [self] found in
+                    machine.call.preclaim = found?.claims
+                    if let found { service.absorbShared(found.entries, asked: missing, into: &machine.call, on: loop) }
+                    perform(machine.sharedTierAnswered(now: .now))
+                }
+                return
+            case .fetch(let missing):
+                let claim = service.coalescer.claim(scope: machine.call.scope, identifiers: missing, chunkSize: service.settings.upstreamMaxIDs)
+                service.metrics.recordCoalesced(claim.joinedIdentifierCount)
+                service.startFetches(claim.started, for: &machine.call, on: loop)
+                action = machine.fetchesClaimed(claim.fetches)
+            case .waitFor(let fetch):
+                if let outcome = fetch.settledOutcome {
+                    action = machine.fetchEnded(outcome)
+                    continue
+                }
+                fetch.whenDone(on: loop, until: machine.call.deadline, onDeadline: service.waitDeadlineFailure) { [self] outcome in
+                    perform(machine.fetchEnded(outcome))
+                }
+                return
+            case .coverWithStale(let fetch):
+                let fallback = service.cache.fillStaleIfError(
+                    scope: machine.call.scope, identifiers: machine.call.identifiers, failedIdentifiers: fetch.identifiers, now: .now, into: &machine.call.answers
+                )
+                service.metrics.recordStaleIdentifiers(fallback.filled)
+                action = machine.staleCovered(complete: fallback.complete)
+            case .deadlinePassed:
+                service.releaseLeases(of: &machine.call, on: loop)
+                answer(.failure(service.deadlineFailure))
+                return
+            case .answer(let outcome):
+                service.releaseLeases(of: &machine.call, on: loop)
+                answer(outcome)
+                return
+            }
+        }
+    }
+}

@@ -1,0 +1,40 @@
+import GatewayMetrics
+import MemoryTier
+import RedisTier
+import EventTransport
+import Logging
+
+/// What every JSON-RPC call of one HTTP request shares.
+public struct RPCCallContext: Sendable {
+    /// The `X-Request-Id`, sent upstream and put in `error.data.requestId`.
+    public let requestID: String
+    /// When the HTTP request was handed to the engine: its calls' deadlines
+    /// count from here (a batch may wait for its turn first).
+    public let arrived: ContinuousClock.Instant
+    /// The loop of the HTTP request: every call of it runs there, its
+    /// callbacks and timers come back there, and its answer is written
+    /// from there.
+    public let loop: EventLoop
+    private let baseLogger: Logger
+
+    /// A logger with `requestId` metadata; made when asked for, since most
+    /// calls log nothing of their own (a metadata dictionary per call cost
+    /// more than a cache lookup).
+    public var logger: Logger {
+        var logger = baseLogger
+        logger[metadataKey: "requestId"] = "\(requestID)"
+        return logger
+    }
+
+    /// The level below which `logger` writes nothing; cheap to ask.
+    public var logLevel: Logger.Level { baseLogger.logLevel }
+
+    /// A context for the calls of one HTTP request; public so that a
+    /// benchmark or a test can drive the engine in process.
+    public init(requestID: String, logger: Logger, loop: EventLoop, arrived: ContinuousClock.Instant = .now) {
+        self.loop = loop
+        self.requestID = requestID
+        self.arrived = arrived
+        self.baseLogger = logger
+    }
+}

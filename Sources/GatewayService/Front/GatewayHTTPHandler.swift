@@ -1,0 +1,215 @@
+import GatewayMetrics
+import MemoryTier
+import RedisTier
+import EventTransport
+import JSONRPC
+import Logging
+
+/// The HTTP rules of contract section 1 in front of the JSON-RPC engine:
+/// routing, methods, content type, API keys, `X-Request-Id`.
+final class GatewayHTTPHandler: Sendable {
+    private let rpc: JSONRPCServer<RPCCallContext>
+    private let authenticator: APIKeyAuthenticator
+    private let readiness: ReadinessState
+    private let metrics: GatewayMetrics
+    private let openAPIDocument: [UInt8]
+    private let logger: Logger
+    /// `/rpc` requests from the moment they are accepted until their answer
+    /// is handed to the loop; graceful shutdown waits for none to be left.
+    let calls = InFlightCounter()
+    private let batchTurns: BatchTurns
+    /// `GATEWAY_REQUEST_TIMEOUT_MS`: a batch waits for its turn at most
+    /// until its calls' deadline.
+    private let requestTimeout: Duration
+
+    init(rpc: JSONRPCServer<RPCCallContext>, authenticator: APIKeyAuthenticator, readiness: ReadinessState, metrics: GatewayMetrics, openAPIDocument: [UInt8], batchTurns: BatchTurns, requestTimeout: Duration = .seconds(5), logger: Logger) {
+        self.rpc = rpc
+        self.batchTurns = batchTurns
+        self.requestTimeout = requestTimeout
+        self.authenticator = authenticator
+        self.readiness = readiness
+        self.metrics = metrics
+        self.openAPIDocument = openAPIDocument
+        self.logger = logger
+    }
+
+    /// Called on a loop thread; never blocks it. `/rpc` work moves to a task
+    /// on the same loop, whose answer the responder carries back.
+    func handle(_ request: HTTPServerRequest, responder: consuming HTTPResponder) {
+        let requestID = RequestID.accept(request.headers["X-Request-Id"]) ?? RequestID.generate()
+        // Room for what an answer adds (Content-Type, or Allow), so adding
+        // it does not grow the list.
+        var headers = HTTPHeaders(reservingCapacity: 3)
+        headers.add("X-Request-Id", requestID)
+
+        guard let route = GatewayRoutes.all.first(where: { $0.path == request.path }) else {
+            responder.send(Self.problem(404, "no route for \(request.path.prefix(100)); the API is POST /rpc", headers: headers))
+            return
+        }
+        let isAllowed = request.method == route.method || (route.method == "GET" && request.method == "HEAD")
+        guard isAllowed else {
+            let allowed = route.method == "GET" ? ["GET", "HEAD"] : [route.method]
+            headers.add("Allow", allowed.joined(separator: ", "))
+            responder.send(Self.problem(405, "\(request.method) is not allowed on \(route.path); use \(allowed.joined(separator: " or "))", headers: headers))
+            return
+        }
+        switch route.path {
+        case "/rpc":
+            handleRPC(request, requestID: requestID, headers: consume headers, responder: responder)
+        case "/healthz":
+            headers.add("Content-Type", "application/json")
+            responder.send(HTTPResponse(status: 200, headers: headers, body: Array(#"{"status":"ok"}"#.utf8)))
+        case "/readyz":
+            headers.add("Content-Type", "application/json")
+            let phase = readiness.phase
+            let body = phase == .ready ? #"{"status":"ready"}"# : (phase == .starting ? #"{"status":"starting"}"# : #"{"status":"draining"}"#)
+            responder.send(HTTPResponse(status: phase == .ready ? 200 : 503, headers: headers, body: Array(body.utf8)))
+        case "/metrics":
+            headers.add("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
+            responder.send(HTTPResponse(status: 200, headers: headers, body: metrics.exposition()))
+        default:
+            headers.add("Content-Type", "application/yaml")
+            responder.send(HTTPResponse(status: 200, headers: headers, body: openAPIDocument))
+        }
+    }
+
+    /// The admin listener (`GATEWAY_ADMIN_LISTEN`): `/healthz`, `/readyz`
+    /// and `/metrics` as on the main one; every other path answers `404`.
+    func handleAdmin(_ request: HTTPServerRequest, responder: consuming HTTPResponder) {
+        guard GatewayRoutes.admin.contains(request.path) else {
+            let requestID = RequestID.accept(request.headers["X-Request-Id"]) ?? RequestID.generate()
+            responder.send(Self.problem(404, "no route for \(request.path.prefix(100)) on this address; it serves only GET /healthz, /readyz and /metrics (the API is POST /rpc on GATEWAY_LISTEN)", headers: ["X-Request-Id": requestID]))
+            return
+        }
+        handle(request, responder: responder)
+    }
+
+    private func handleRPC(_ request: HTTPServerRequest, requestID: String, headers: consuming HTTPHeaders, responder: consuming HTTPResponder) {
+        var headers = headers
+        guard authenticator.isAuthorized(request.headers["Authorization"]) else {
+            headers.add("WWW-Authenticate", #"Bearer realm="products-gateway""#)
+            responder.send(Self.problem(401, "missing or unknown API key; send Authorization: Bearer <key>", headers: headers))
+            return
+        }
+        if let contentType = request.headers["Content-Type"], !Self.isJSON(contentType) {
+            responder.send(Self.problem(415, "Content-Type must be application/json, got \(contentType.prefix(100))", headers: headers))
+            return
+        }
+        let context = RPCCallContext(requestID: requestID, logger: logger, loop: request.loop)
+        // A call served from memory (or refused) is answered right here, on
+        // the loop, with no task; one that misses memory is answered from
+        // the callback that completes it (a Redis reply, a fetch's end, its
+        // deadline), on the same loop. Only a batch runs in a task on the
+        // loop: it may wait for its turn. The responder carries each answer
+        // back.
+        switch rpc.start(body: request.body, context: context) {
+        case .answered(let reply):
+            // Handed over, not copied: adding Content-Type then needs no
+            // copy of the list.
+            responder.send(Self.response(reply, headers: consume headers))
+        case .deferred(let call):
+            calls.enter()
+            let answer = responder.deferred()
+            call.begin { [calls, headers] reply in
+                answer.send(Self.response(reply, headers: headers))
+                calls.leave()
+            }
+        case .pending(let pending):
+            calls.enter()
+            let deadline = context.arrived + requestTimeout
+            responder.send { [self, headers] in
+                defer { calls.leave() }
+                // A batch is answered in its turn, and keeps it until its
+                // answer is written (GATEWAY_BATCH_CONCURRENCY, BatchTurns).
+                // It waits as its bytes (parsed when the turn comes), in a
+                // queue of at most 4 x GATEWAY_BATCH_CONCURRENCY, until its
+                // calls' deadline at most: then it is answered without a
+                // turn, each call from memory or `cancelled`. One whose
+                // client hangs up leaves the queue at once (the task is
+                // cancelled).
+                var turn: BatchTurns.Turn?
+                if pending.isBatch {
+                    switch await batchTurns.begin(until: deadline) {
+                    case .turn(let granted):
+                        turn = granted
+                    case .queueFull:
+                        var busy = headers
+                        busy.add("Retry-After", "1")
+                        return Self.problem(503, "\(batchTurns.maxWaiting) batches are already waiting for their turn (4 x GATEWAY_BATCH_CONCURRENCY); retry in a second", headers: busy)
+                    case .deadlinePassed:
+                        turn = nil
+                    case .cancelled:
+                        // The client stopped sending while the batch waited
+                        // (it hung up, or shut its side): the batch left the
+                        // queue unanswered. A client still reading is told
+                        // so, as a full queue tells it.
+                        var gone = headers
+                        gone.add("Retry-After", "1")
+                        return Self.problem(503, "the connection was closed while the batch waited for its turn; it left the queue unanswered", headers: gone)
+                    }
+                }
+                var response = Self.response(await pending.finish(), headers: headers)
+                response.heldUntilWritten = turn
+                return response
+            }
+        }
+    }
+
+    private static func response(_ reply: JSONRPCReply, headers: consuming HTTPHeaders) -> HTTPResponse {
+        switch reply {
+        case .noContent:
+            return HTTPResponse(status: 204, headers: headers)
+        case .json(let body):
+            var headers = headers
+            headers.add("Content-Type", "application/json")
+            return HTTPResponse(status: 200, headers: headers, body: body)
+        }
+    }
+
+    /// The answer to a request the HTTP front refused while reading it:
+    /// the contract's error body, naming the setting behind the limit, and
+    /// the caller's `X-Request-Id` when its fields were read and it is sane,
+    /// else a fresh one.
+    @Sendable static func framingProblem(_ error: HTTPFramingError) -> HTTPResponse {
+        let setting = switch error.status {
+        case 408: " (GATEWAY_READ_TIMEOUT_MS)"
+        case 413: " (GATEWAY_MAX_BODY_BYTES)"
+        default: ""
+        }
+        let requestID = RequestID.accept(error.requestHeaders?["X-Request-Id"]) ?? RequestID.generate()
+        return problem(error.status, error.message + setting, headers: ["X-Request-Id": requestID])
+    }
+
+    /// `application/json`, with or without parameters such as `charset`:
+    /// the media type before any `;`, spaces and tabs around it ignored,
+    /// compared without regard to ASCII case (RFC 9110 section 8.3.1).
+    ///
+    /// Read on every call, so it compares bytes in place rather than
+    /// splitting, trimming and lowercasing new strings.
+    static func isJSON(_ contentType: String) -> Bool {
+        var contentType = contentType
+        return contentType.withUTF8 { bytes in
+            var start = bytes.startIndex
+            var end = bytes.firstIndex(of: UInt8(ascii: ";")) ?? bytes.endIndex
+            while start < end, bytes[start] == UInt8(ascii: " ") || bytes[start] == UInt8(ascii: "\t") { start += 1 }
+            while end > start, bytes[end - 1] == UInt8(ascii: " ") || bytes[end - 1] == UInt8(ascii: "\t") { end -= 1 }
+            let expected: StaticString = "application/json"
+            guard end - start == expected.utf8CodeUnitCount else { return false }
+            for offset in 0..<expected.utf8CodeUnitCount {
+                let sent = bytes[start + offset]
+                let wanted = expected.utf8Start[offset]
+                // An ASCII letter differs from its upper case by 0x20 alone.
+                guard wanted == UInt8(ascii: "/") ? sent == wanted : sent | 0x20 == wanted else { return false }
+            }
+            return true
+        }
+    }
+
+    /// A small JSON error body for HTTP-level refusals.
+    static func problem(_ status: Int, _ message: String, headers: HTTPHeaders) -> HTTPResponse {
+        var headers = headers
+        headers.add("Content-Type", "application/json")
+        let body: JSONValue = .object(["error": .object(["status": .integer(status), "message": .string(message)])])
+        return HTTPResponse(status: status, headers: headers, body: body.serialized())
+    }
+}

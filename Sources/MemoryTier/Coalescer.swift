@@ -1,0 +1,101 @@
+import GatewayMetrics
+import ProductsDomain
+import Synchronization
+
+/// Per-identifier coalescing across calls, batch elements and worker
+/// threads: while identifier X of a scope is being fetched, every call that
+/// needs X waits for that fetch instead of asking the upstream again.
+///
+/// It is also the one owner of the shared fetches: a fetch belongs to it
+/// from the claim that creates it until ``finish(_:with:)``, so shutdown
+/// asks it alone what is still running (``waitUntilIdle()``), and the last
+/// fetch to finish resumes that wait.
+///
+/// The state machine lives under one mutex held only for dictionary work;
+/// starting fetches and resuming waiters happen outside it.
+package final class Coalescer: Sendable {
+    package init() {}
+
+    private struct State {
+        package var machine = CoalescerStateMachine<CoalescedFetch>()
+        /// Set once the shutdown grace is over: the failure every wait on a
+        /// fetch, present or future, ends with at once.
+        package var released: ProductsFetchFailure?
+    }
+
+    private let state = Mutex(State())
+    /// Fetches claimed and not yet finished. Entered under `state`'s lock,
+    /// so a fetch is counted before any call can see it.
+    private let running = InFlightCounter()
+
+    /// What a call must wait for, and which new fetches it must start.
+    package struct Claim {
+        /// Every fetch the call waits for: joined ones and its own.
+        package var fetches: [CoalescedFetch]
+        /// The fetches this call created; the caller starts them.
+        package var started: [CoalescedFetch]
+        /// Identifiers answered by joining a fetch already in flight.
+        package var joinedIdentifierCount: Int
+    }
+
+    /// Joins fetches in flight for `identifiers` and claims the rest in
+    /// chunks of at most `chunkSize`, atomically.
+    package func claim(scope: FetchScope, identifiers: [String], chunkSize: Int) -> Claim {
+        // Hashed outside the lock, once: the plan, the claim and the
+        // fetch's release all use these keys.
+        let keys = ScopedIdentifier.keys(scope: scope, identifiers: identifiers)
+        return state.withLock { state in
+            let plan = state.machine.plan(keys: keys)
+            var started: [CoalescedFetch] = []
+            func startFetch(identifiers: [String], keys: [ScopedIdentifier]) {
+                let fetch = CoalescedFetch(scope: scope, identifiers: identifiers, keys: keys)
+                if let failure = state.released { fetch.releaseWaiters(with: failure) }
+                state.machine.register(fetch, keys: keys)
+                running.enter()
+                started.append(fetch)
+            }
+            if plan.joined.isEmpty, keys.count <= chunkSize, !keys.isEmpty {
+                // The usual claim: one fetch of everything asked, which
+                // keeps the call's own lists.
+                startFetch(identifiers: identifiers, keys: keys)
+                return Claim(fetches: started, started: started, joinedIdentifierCount: 0)
+            }
+            var start = plan.unclaimed.startIndex
+            while start < plan.unclaimed.endIndex {
+                let end = min(start + chunkSize, plan.unclaimed.endIndex)
+                let chunk = Array(plan.unclaimed[start..<end])
+                startFetch(identifiers: chunk.map(\.identifier), keys: chunk)
+                start = end
+            }
+            let fetches = plan.joined.isEmpty ? started : plan.joined + started
+            return Claim(fetches: fetches, started: started, joinedIdentifierCount: plan.joinedIdentifierCount)
+        }
+    }
+
+    /// A fetch ended: its identifiers are free again, its waiters get
+    /// `outcome`, and a shutdown waiting for the last fetch goes on.
+    package func finish(_ fetch: CoalescedFetch, with outcome: CoalescedFetch.Outcome) {
+        state.withLock { $0.machine.finish(fetch, keys: fetch.keys) }
+        fetch.finish(outcome)
+        running.leave()
+    }
+
+    /// Ends every wait on a fetch with `failure`, now and from now on
+    /// (the shutdown grace is over). The fetches themselves go on.
+    package func releaseWaiters(with failure: ProductsFetchFailure) {
+        let fetches = state.withLock { state in
+            state.released = failure
+            return state.machine.fetches
+        }
+        for fetch in fetches { fetch.releaseWaiters(with: failure) }
+    }
+
+    /// Waits until no fetch is running, or the calling task is cancelled.
+    /// - Returns: `true` when no fetch is running.
+    package func waitUntilIdle() async -> Bool {
+        await running.waitUntilIdle()
+    }
+
+    /// Fetches claimed and not yet finished.
+    package var runningCount: Int { running.count }
+}

@@ -1,0 +1,209 @@
+import GatewayMetrics
+import EventTransport
+import JSONRPC
+import ProductsDomain
+
+/// What an upstream answer is valid for: the same identifier may have other
+/// products in another app, country or language.
+public struct FetchScope: Hashable, Sendable {
+    public let appID: String
+    public let country: CountryCode
+    public let language: LanguageTag?
+
+    public init(appID: String, country: CountryCode, language: LanguageTag?) {
+        self.appID = appID
+        self.country = country
+        self.language = language
+    }
+}
+
+/// One identifier in one scope: the key of the memory cache, of in-process
+/// coalescing and of the replicas waiting on the shared tier. Its hash is
+/// computed once, from the scope's hash (computed once per call) and the
+/// identifier.
+// One identifier of one scope, as the coalescer keys it: hashed once
+/// when made (the scope's hash and the identifier's text), so that the
+/// lookup, the claim and the release of an identifier hash an `Int`
+/// instead of strings; equality still compares the whole scope and text.
+package struct ScopedIdentifier: Hashable, Sendable {
+    package let scope: FetchScope
+    package let identifier: String
+    private let precomputedHash: Int
+
+    package init(scope: FetchScope, scopeHash: Int, identifier: String) {
+        self.scope = scope
+        self.identifier = identifier
+        var hasher = Hasher()
+        hasher.combine(scopeHash)
+        hasher.combine(identifier)
+        precomputedHash = hasher.finalize()
+    }
+
+    /// The keys of `identifiers` in `scope`, in order; the scope is hashed
+    /// once for all of them.
+    package static func keys(scope: FetchScope, identifiers: some Sequence<String>) -> [ScopedIdentifier] {
+        let scopeHash = scope.hashValue
+        return identifiers.map { ScopedIdentifier(scope: scope, scopeHash: scopeHash, identifier: $0) }
+    }
+
+    package static func == (lhs: ScopedIdentifier, rhs: ScopedIdentifier) -> Bool {
+        lhs.precomputedHash == rhs.precomputedHash && lhs.identifier == rhs.identifier && lhs.scope == rhs.scope
+    }
+
+    package func hash(into hasher: inout Hasher) {
+        hasher.combine(precomputedHash)
+    }
+}
+
+/// One upstream call's worth of identifiers.
+public struct SourceRequest: Sendable {
+    public let scope: FetchScope
+    /// At most `UPSTREAM_MAX_IDS` identifiers.
+    public let identifiers: [String]
+    /// Sent upstream as `X-Request-Id`.
+    public let requestID: String
+    /// Retries stop here.
+    public let deadline: ContinuousClock.Instant
+    /// Leases the shared tier's lookup already took for some of
+    /// `identifiers`, which the fetch adopts.
+    package var preclaim: SharedPreclaim?
+
+    package init(scope: FetchScope, identifiers: [String], requestID: String, deadline: ContinuousClock.Instant, preclaim: SharedPreclaim? = nil) {
+        self.scope = scope
+        self.identifiers = identifiers
+        self.requestID = requestID
+        self.deadline = deadline
+        self.preclaim = preclaim
+    }
+}
+
+/// An upstream answer, its products encoded, with how long it may be reused.
+public struct SourcePage: Sendable {
+    /// From `Cache-Control: max-age`; `nil` when the answer must not be kept.
+    public let maxAgeSeconds: Int?
+    /// `Cache-Control: stale-if-error`, as the upstream sent it (RFC 5861).
+    public let staleIfErrorSeconds: Int?
+    /// `Cache-Control: stale-while-revalidate`, as the upstream sent it (RFC 5861).
+    public let staleWhileRevalidateSeconds: Int?
+    /// The products found, normalised and encoded once (``Product/encoded``),
+    /// by identifier; when the upstream repeats an id the first item wins,
+    /// as in ``UpstreamProductsPage/productsByID``. Every identifier asked
+    /// for and not here is unknown. The cache and every call waiting on this
+    /// page splice these bytes instead of encoding the products again.
+    public let encodedProducts: [String: EncodedJSON]
+
+    /// A page; its items are normalised and encoded here, once.
+    public init(page: UpstreamProductsPage, maxAgeSeconds: Int?, staleIfErrorSeconds: Int? = nil, staleWhileRevalidateSeconds: Int? = nil) {
+        self.init(
+            encodedProducts: page.encodedProducts, maxAgeSeconds: maxAgeSeconds,
+            staleIfErrorSeconds: staleIfErrorSeconds, staleWhileRevalidateSeconds: staleWhileRevalidateSeconds
+        )
+    }
+
+    /// A page of products already encoded: an upstream body transcoded
+    /// (``UpstreamProductsPage/encodedProducts(of:)``), the shared tier's
+    /// entries, another replica's outcome.
+    public init(encodedProducts: [String: EncodedJSON], maxAgeSeconds: Int?, staleIfErrorSeconds: Int? = nil, staleWhileRevalidateSeconds: Int? = nil) {
+        self.maxAgeSeconds = maxAgeSeconds
+        self.staleIfErrorSeconds = staleIfErrorSeconds
+        self.staleWhileRevalidateSeconds = staleWhileRevalidateSeconds
+        self.encodedProducts = encodedProducts
+    }
+}
+
+extension SourcePage {
+    /// This page with only the products of `identifiers`, each matched
+    /// byte for byte. An item the fetch did not ask for is dropped (the
+    /// contract's rule), so it can never fill a slot another fetch is
+    /// answering; so is one whose id differs from an asked one only by
+    /// Unicode equivalence (`\u{212A}ey` for `Key`), which `String`
+    /// compares and hashes as equal. Returns the page itself, with no copy,
+    /// when nothing is dropped.
+    package func restricted(to identifiers: [String]) -> SourcePage {
+        var exact = 0
+        for identifier in identifiers {
+            guard let index = encodedProducts.index(forKey: identifier) else { continue }
+            if encodedProducts[index].key.utf8.elementsEqual(identifier.utf8) { exact += 1 }
+        }
+        // Asked identifiers are distinct, so `exact` counts distinct keys.
+        if exact == encodedProducts.count { return self }
+        var kept: [String: EncodedJSON] = [:]
+        kept.reserveCapacity(exact)
+        for identifier in identifiers {
+            guard let index = encodedProducts.index(forKey: identifier) else { continue }
+            let (key, product) = encodedProducts[index]
+            if key.utf8.elementsEqual(identifier.utf8) { kept[identifier] = product }
+        }
+        return SourcePage(
+            encodedProducts: kept, maxAgeSeconds: maxAgeSeconds,
+            staleIfErrorSeconds: staleIfErrorSeconds, staleWhileRevalidateSeconds: staleWhileRevalidateSeconds
+        )
+    }
+}
+
+/// Where products come from: the Onside upstream over HTTPS, or the
+/// embedded catalog. Both feed the same pipeline (coalescing, caching,
+/// normalisation, errors), by callback on the call's loop, with no task.
+public protocol ProductSource: Sendable {
+    /// Fetches `request` on `loop` (the loop of the call that started the
+    /// fetch, passed explicitly): `completion` gets the outcome once, after
+    /// this returns, on `loop` or (a source answered elsewhere) on any
+    /// thread; the caller hops back to its loop itself.
+    func fetch(_ request: SourceRequest, on loop: EventLoop, completion: @escaping @Sendable (Result<SourcePage, ProductsFetchFailure>) -> Void)
+}
+
+/// Serves a catalog as if it were the upstream.
+public struct CatalogProductSource: ProductSource {
+    private let catalog: Catalog
+
+    public init(catalog: Catalog) {
+        self.catalog = catalog
+    }
+
+    /// Answers on `loop`'s next turn: never before `fetch` returns, as a
+    /// source over the network would not.
+    public func fetch(_ request: SourceRequest, on loop: EventLoop, completion: @escaping @Sendable (Result<SourcePage, ProductsFetchFailure>) -> Void) {
+        let page = catalog.page(ids: request.identifiers, country: request.scope.country, language: request.scope.language)
+        let outcome: Result<SourcePage, ProductsFetchFailure> = .success(SourcePage(page: page, maxAgeSeconds: nil))
+        if !loop.execute({ completion(outcome) }) {
+            completion(.failure(.cancelled(detail: "the gateway is shutting down")))
+        }
+    }
+}
+
+/// Leases a lookup took (``SharedTier/lookup(scope:identifiers:completion:)``)
+/// for the fetches its call starts: each fetch adopts those of its
+/// identifiers (``restricted(to:)``), and what none adopts is released.
+package struct SharedPreclaim: Sendable {
+    package let token: String
+    package let scope: FetchScope
+    /// Leases this token holds.
+    package var won: Set<String> = []
+    /// Identifiers another replica holds a lease on.
+    package var held: Set<String> = []
+
+    package init(token: String, scope: FetchScope, won: Set<String> = [], held: Set<String> = []) {
+        self.token = token
+        self.scope = scope
+        self.won = won
+        self.held = held
+    }
+
+    /// Whether these are leases won on exactly `identifiers` (distinct),
+    /// none held elsewhere: the fetch owns every identifier it asks.
+    package func ownsAll(of identifiers: [String]) -> Bool {
+        held.isEmpty && won.count == identifiers.count && identifiers.allSatisfy(won.contains)
+    }
+
+    /// The part of these leases that `identifiers` adopt.
+    package func restricted(to identifiers: [String]) -> SharedPreclaim? {
+        // The usual miss: one fetch adopts every lease its lookup won.
+        if ownsAll(of: identifiers) { return self }
+        var part = SharedPreclaim(token: token, scope: scope)
+        for identifier in identifiers {
+            if won.contains(identifier) { part.won.insert(identifier) }
+            if held.contains(identifier) { part.held.insert(identifier) }
+        }
+        return part.won.isEmpty && part.held.isEmpty ? nil : part
+    }
+}

@@ -1,0 +1,179 @@
+import GatewayMetrics
+import MemoryTier
+import EventTransport
+import Glibc
+import JSONRPC
+import ProductsDomain
+
+/// One identifier's answer as the shared tier stores it in Redis: the
+/// product's ready JSON bytes (or "unknown"), with its freshness and stale
+/// windows, so a replica that reads it keeps it in memory for the rest of
+/// its time.
+///
+/// The format is versioned in the key (``SharedTierKeys``) and checked by a
+/// magic in the value, so a format change never reads an old entry wrongly
+/// and bytes someone else wrote are ignored:
+///
+///     "OGW1" | fresh-until (Unix ms, 8 bytes BE) | stale-if-error s (4 BE)
+///            | stale-while-revalidate s (4 BE) | "P" + product JSON, or "U"
+package struct SharedCacheEntry: Equatable, Sendable {
+    package var answer: ProductAnswer
+    /// Wall-clock end of freshness, Unix milliseconds (replicas share the
+    /// wall clock, not a monotonic one).
+    package var freshUntilUnixMS: Int64
+    package var staleIfErrorSeconds: Int32
+    package var revalidateSeconds: Int32
+
+    package static let magic: [UInt8] = Array("OGW1".utf8)
+    package static let headerCount = 4 + 8 + 4 + 4 + 1
+    /// The largest entry read: the contract's cap on anything read from Redis.
+    package static let maxBytes = 1 << 20
+
+    /// The times an entry may hold: from the epoch to the year 2200. Anything
+    /// else is not an entry this format wrote (whatever wrote it), and is
+    /// refused where it is decoded, so no arithmetic on it can overflow.
+    package static let freshUntilRange: ClosedRange<Int64> = 0...7_258_118_400_000
+    /// The windows an entry may hold: the gateway writes at most
+    /// `GATEWAY_CACHE_MAX_STALE_S`, whose largest setting is 7 days.
+    package static let windowRange: ClosedRange<Int32> = 0...604_800
+
+    /// Milliseconds the entry may still serve in some way (fresh or one of
+    /// its stale windows) from `freshUntilUnixMS`: the key's `PX`.
+    package func keepMilliseconds(nowUnixMS: Int64) -> Int64 {
+        let window = Int64(max(staleIfErrorSeconds, revalidateSeconds)).multipliedReportingOverflow(by: 1000)
+        let left = freshUntilUnixMS.subtractingReportingOverflow(nowUnixMS)
+        guard !window.overflow, !left.overflow else { return 0 }
+        let keep = left.partialValue.addingReportingOverflow(window.partialValue)
+        return keep.overflow ? 0 : keep.partialValue
+    }
+
+    /// How long the entry stays fresh from `nowUnixMS`, at most `cap`
+    /// (a replica keeps nothing longer than `GATEWAY_CACHE_MAX_TTL_S`,
+    /// whatever an entry says); negative once it went stale.
+    package func freshFor(nowUnixMS: Int64, cap: Duration) -> Duration {
+        let left = freshUntilUnixMS.subtractingReportingOverflow(nowUnixMS)
+        guard !left.overflow else { return left.partialValue < 0 ? cap : .zero }
+        return min(.milliseconds(left.partialValue), cap)
+    }
+
+    package var encoded: [UInt8] {
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(Self.headerCount + (answer.product?.bytes.count ?? 0))
+        bytes.append(contentsOf: Self.magic)
+        withUnsafeBytes(of: freshUntilUnixMS.bigEndian) { bytes.append(contentsOf: $0) }
+        withUnsafeBytes(of: staleIfErrorSeconds.bigEndian) { bytes.append(contentsOf: $0) }
+        withUnsafeBytes(of: revalidateSeconds.bigEndian) { bytes.append(contentsOf: $0) }
+        switch answer {
+        case .product(let product):
+            bytes.append(UInt8(ascii: "P"))
+            bytes.append(contentsOf: product.bytes)
+        case .unknown:
+            bytes.append(UInt8(ascii: "U"))
+        }
+        return bytes
+    }
+
+    /// Reads an entry for `identifier`; nil for anything that is not one
+    /// this format wrote: a wrong magic or length, negative windows, a
+    /// product that does not start as the gateway writes a product of
+    /// `identifier` (`{"productIdentifier":"…",`), or whose bytes are not
+    /// exactly what ``JSONWriter`` writes (``EncodedJSON/init(validating:maxDepth:)``,
+    /// one pass, no tree): what is spliced into an answer is always one valid
+    /// JSON value, whatever Redis held.
+    package init?(decoding bytes: [UInt8], identifier: String) {
+        guard bytes.count >= Self.headerCount, bytes.count <= Self.maxBytes, bytes.starts(with: Self.magic) else { return nil }
+        func integer<T: FixedWidthInteger>(_ type: T.Type, at offset: Int) -> T {
+            var value: T = 0
+            for byte in bytes[offset..<(offset + MemoryLayout<T>.size)] { value = value << 8 | T(truncatingIfNeeded: byte) }
+            return value
+        }
+        freshUntilUnixMS = integer(Int64.self, at: 4)
+        staleIfErrorSeconds = integer(Int32.self, at: 12)
+        revalidateSeconds = integer(Int32.self, at: 16)
+        guard Self.freshUntilRange.contains(freshUntilUnixMS),
+              Self.windowRange.contains(staleIfErrorSeconds), Self.windowRange.contains(revalidateSeconds) else { return nil }
+        switch bytes[20] {
+        case UInt8(ascii: "U"):
+            guard bytes.count == Self.headerCount else { return nil }
+            answer = .unknown
+        case UInt8(ascii: "P"):
+            let payload = Array(bytes[Self.headerCount...])
+            guard Self.payload(payload, answers: identifier), let product = EncodedJSON(validating: payload, maxDepth: 16) else { return nil }
+            answer = .product(product)
+        default:
+            return nil
+        }
+    }
+
+    /// Whether `payload` begins as ``Product/encoded`` writes the product of
+    /// `identifier` (identifiers need no escapes: `A-Z a-z 0-9 . _ -`).
+    package static func payload(_ payload: [UInt8], answers identifier: String) -> Bool {
+        // Compared piece by piece in place: this runs for every entry of
+        // every shared-tier hit.
+        // With memcmp: a generic elementsEqual of a slice and a UTF-8 view
+        // went byte by byte through both collections' indices.
+        let opening: StaticString = #"{"productIdentifier":""#
+        var name = identifier
+        return name.withUTF8 { name in
+            payload.withUnsafeBufferPointer { bytes in
+                let headCount = opening.utf8CodeUnitCount + name.count + 1
+                guard bytes.count > headCount, let base = bytes.baseAddress,
+                      memcmp(base, opening.utf8Start, opening.utf8CodeUnitCount) == 0,
+                      name.isEmpty || memcmp(base + opening.utf8CodeUnitCount, name.baseAddress!, name.count) == 0,
+                      bytes[headCount - 1] == UInt8(ascii: "\"")
+                else { return false }
+                let next = bytes[headCount]
+                return next == UInt8(ascii: ",") || next == UInt8(ascii: "}")
+            }
+        }
+    }
+
+    package init(answer: ProductAnswer, freshUntilUnixMS: Int64, staleIfErrorSeconds: Int32, revalidateSeconds: Int32) {
+        self.answer = answer
+        self.freshUntilUnixMS = freshUntilUnixMS
+        self.staleIfErrorSeconds = staleIfErrorSeconds
+        self.revalidateSeconds = revalidateSeconds
+    }
+}
+
+/// The keys the shared tier writes, all under `GATEWAY_REDIS_PREFIX`, with
+/// the format version in them.
+package struct SharedTierKeys: Sendable {
+    package let prefix: String
+
+    package init(prefix: String) {
+        self.prefix = prefix
+    }
+
+    /// `{prefix}v1:p:{app}:{country}:{language or -}:{identifier}`: the
+    /// fields after the app have no `:`, so a key names one scope.
+    package func entry(_ scope: FetchScope, _ identifier: String) -> [UInt8] {
+        key("v1:p:", scope, identifier)
+    }
+
+    /// `{prefix}{kind}{app}:{country}:{language or -}:{identifier}`.
+    package func key(_ kind: StaticString, _ scope: FetchScope, _ identifier: String) -> [UInt8] {
+        var command = RedisCommand(reservingBytes: 64, arguments: 1)
+        command.appendArgument { write(kind, scope, identifier, to: &$0) }
+        return command.argumentBytes(0)
+    }
+
+    /// ``key(_:_:_:)`` written straight into a command's argument: every
+    /// identifier of every memory miss gets keys, with no buffer of its own.
+    package func write(_ kind: StaticString, _ scope: FetchScope, _ identifier: String, to writer: inout RedisCommand.ArgumentWriter) {
+        writer.append(prefix)
+        writer.append(kind)
+        writer.append(scope.appID)
+        writer.append(byte: UInt8(ascii: ":"))
+        writer.append(scope.country.text)
+        writer.append(byte: UInt8(ascii: ":"))
+        if let language = scope.language { writer.append(language.text) } else { writer.append(byte: UInt8(ascii: "-")) }
+        writer.append(byte: UInt8(ascii: ":"))
+        writer.append(identifier)
+    }
+
+    /// Appends the keys of `kind` for each of `identifiers`, in order.
+    package func append(_ kind: StaticString, _ scope: FetchScope, _ identifiers: [String], to command: inout RedisCommand) {
+        for identifier in identifiers { command.appendArgument { write(kind, scope, identifier, to: &$0) } }
+    }
+}

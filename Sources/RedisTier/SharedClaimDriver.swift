@@ -1,0 +1,270 @@
+import GatewayMetrics
+import MemoryTier
+import EventTransport
+import JSONRPC
+import ProductsDomain
+
+/// Runs one fetch's ``SharedClaimStateMachine`` on the loop the fetch runs
+/// on: Redis replies, the upstream fetch, the poll and renewal timers and
+/// other replicas' messages all come back to this loop, so the machine
+/// needs no lock.
+package final class SharedClaimDriver: @unchecked Sendable {
+    // @unchecked: every mutable field is touched on `loop` only; messages
+    // from the subscriber's loop arrive through `loop.execute`.
+
+    package typealias Outcome = Result<SourcePage, ProductsFetchFailure>
+
+    package let loop: EventLoop
+    private let tier: SharedTier
+    private let connection: RedisConnection
+    private let source: any ProductSource
+    private let request: SourceRequest
+    private let token: String
+    private var machine: SharedClaimStateMachine<SourcePage>
+    /// While anything is waited for: the next look at the entries and claims.
+    private var pollTimer: LoopTimer?
+    /// While this replica fetches under its lease: the next renewal.
+    private var renewalTimer: LoopTimer?
+    private var completion: (@Sendable (Outcome) -> Void)?
+    /// Whether the driver hears other replicas' messages: only when it
+    /// claims or waits for anything (a fetch whose lookup won every lease,
+    /// the usual miss, needs none).
+    private var registered = false
+
+    package init(loop: EventLoop, tier: SharedTier, connection: RedisConnection, source: any ProductSource, request: SourceRequest) {
+        self.loop = loop
+        self.tier = tier
+        self.connection = connection
+        self.source = source
+        self.request = request
+        // Leases the call's lookup took are this fetch's: it renews,
+        // releases and publishes them under the lookup's token.
+        self.token = request.preclaim?.token ?? tier.makeClaimToken()
+        self.machine = SharedClaimStateMachine(
+            identifiers: request.identifiers, deadline: request.deadline, poll: SharedTier.poll,
+            won: request.preclaim?.won ?? [], held: request.preclaim?.held ?? []
+        )
+    }
+
+    /// Runs the fetch: `completion` gets its outcome, from this replica's
+    /// upstream calls, the shared cache and other replicas' outcomes
+    /// together, once, on `loop`. Call on `loop`.
+    package func run(completion: @escaping @Sendable (Outcome) -> Void) {
+        loop.preconditionInEventLoop()
+        self.completion = completion
+        // Registered before the first claim is sent: a message can only
+        // follow a claim this replica saw.
+        if machine.leased.count < request.identifiers.count {
+            registered = true
+            tier.waiters.register(self, scope: request.scope, identifiers: request.identifiers)
+        }
+        perform(machine.start(now: .now))
+    }
+
+    /// The subscriber dropped: no outcome can arrive any more. On `loop`.
+    package func sharedTierLost() {
+        loop.preconditionInEventLoop()
+        perform(machine.sharedTierLost())
+    }
+
+    /// A message of another replica, on `loop`.
+    package func received(_ message: SharedOutcomeMessage) {
+        loop.preconditionInEventLoop()
+        guard message.scope == request.scope else { return }
+        switch message.kind {
+        case .success(let page): perform(machine.received(message.identifiers, .success(page)))
+        case .failure(let failure): perform(machine.received(message.identifiers, .failure(failure)))
+        case .released: perform(machine.released(message.identifiers, now: .now))
+        }
+    }
+
+    private func perform(_ actions: [SharedClaimStateMachine<SourcePage>.Action]) {
+        for action in actions {
+            switch action {
+            case .claim(let identifiers):
+                tier.claim(identifiers, scope: request.scope, token: token, on: connection) { [self] reply in
+                    if let reply {
+                        perform(machine.claimed(identifiers, won: reply.won, entries: reply.entries, now: .now))
+                    } else {
+                        // Redis stalled or failed: what is waited for could
+                        // wait in vain; carry on alone.
+                        perform(machine.claimFailed(identifiers))
+                        perform(machine.sharedTierLost())
+                    }
+                }
+            case .fetch(let identifiers, let claimed):
+                if claimed { armRenewal() }
+                let part = SourceRequest(scope: request.scope, identifiers: identifiers, requestID: request.requestID, deadline: request.deadline)
+                source.fetch(part, on: loop) { [self] outcome in
+                    onLoop { [self] in
+                        if !claimed, case .success(let page) = outcome {
+                            tier.store(page, scope: request.scope, identifiers: identifiers, on: connection)
+                        }
+                        perform(machine.fetched(identifiers, outcome, claimed: claimed))
+                    }
+                }
+            case .publish(let identifiers, let outcome):
+                tier.publish(identifiers, outcome: outcome, scope: request.scope, token: token, on: connection)
+            case .release(let identifiers):
+                tier.releaseAndAnnounce(identifiers, scope: request.scope, token: token, on: connection)
+            case .waitUntil(let deadline):
+                pollTimer?.cancel()
+                pollTimer = loop.scheduleTimer(at: deadline) { [self] in
+                    pollTimer = nil
+                    perform(machine.pollDue(now: .now))
+                }
+            case .finish(let parts):
+                pollTimer?.cancel()
+                pollTimer = nil
+                renewalTimer?.cancel()
+                renewalTimer = nil
+                if registered { tier.waiters.unregister(self, scope: request.scope, identifiers: request.identifiers) }
+                let completion = self.completion
+                self.completion = nil
+                completion?(Self.merge(parts))
+            }
+        }
+    }
+
+    /// Runs `work` on `loop`: at once when already there (the upstream
+    /// answers on the loop that asked), else through its queue.
+    private func onLoop(_ work: @escaping @Sendable () -> Void) {
+        if loop.inEventLoop { work() } else { _ = loop.execute(work) }
+    }
+
+    /// While a claimed fetch runs, its leases are renewed every
+    /// ``SharedTier/renewal``: a lease lapses only when this replica stops
+    /// (dies, or loses Redis).
+    private func armRenewal() {
+        guard renewalTimer == nil else { return }
+        renewalTimer = loop.scheduleTimer(after: SharedTier.renewal) { [self] in
+            renewalTimer = nil
+            let leased = machine.leased
+            guard !leased.isEmpty, !machine.isFinished else { return }
+            tier.renew(leased, scope: request.scope, token: token, on: connection)
+            armRenewal()
+        }
+    }
+
+    /// One outcome from the parts: the most severe failure if any failed,
+    /// else one page with every part's products, kept no longer than its
+    /// shortest-lived part allows.
+    package static func merge(_ parts: [Outcome]) -> Outcome {
+        var failures: [ProductsFetchFailure] = []
+        var pages: [SourcePage] = []
+        for part in parts {
+            switch part {
+            case .success(let page): pages.append(page)
+            case .failure(let failure): failures.append(failure)
+            }
+        }
+        if let failure = ProductsFetchFailure.mostSevere(failures) { return .failure(failure) }
+        if pages.count == 1 { return .success(pages[0]) }
+        var products: [String: EncodedJSON] = [:]
+        for page in pages {
+            for (identifier, product) in page.encodedProducts where products[identifier] == nil { products[identifier] = product }
+        }
+        func shortest(_ value: (SourcePage) -> Int?) -> Int? {
+            var result: Int?
+            for page in pages {
+                guard let seconds = value(page) else { return nil }
+                result = min(result ?? seconds, seconds)
+            }
+            return result
+        }
+        return .success(SourcePage(
+            encodedProducts: products,
+            maxAgeSeconds: shortest(\.maxAgeSeconds),
+            staleIfErrorSeconds: shortest(\.staleIfErrorSeconds),
+            staleWhileRevalidateSeconds: shortest(\.staleWhileRevalidateSeconds)
+        ))
+    }
+}
+
+/// The upstream (or catalog) behind the shared tier: a fetch claims its
+/// identifiers across replicas first, when Redis and the subscriber are
+/// ready; otherwise it fetches alone and stores what may be kept.
+package struct SharedTierSource: ProductSource {
+    package let base: any ProductSource
+    package let tier: SharedTier
+
+    package init(base: any ProductSource, tier: SharedTier) {
+        self.base = base
+        self.tier = tier
+    }
+
+    /// By callback, with no task: with the tier ready on `loop`, a driver
+    /// on that loop; otherwise the base source alone.
+    package func fetch(_ request: SourceRequest, on loop: EventLoop, completion: @escaping @Sendable (Result<SourcePage, ProductsFetchFailure>) -> Void) {
+        if let connection = tier.coalescingConnection(on: loop) {
+            if let preclaim = request.preclaim, preclaim.ownsAll(of: request.identifiers) {
+                // The usual miss: the lookup leased every identifier, so
+                // nothing is claimed or waited for; what the claim state
+                // machine would do is fetch, renew, then store, release and
+                // publish, which this does without it.
+                LeasedFetch(loop: loop, tier: tier, connection: connection, request: request, token: preclaim.token).run(base, completion: completion)
+                return
+            }
+            SharedClaimDriver(loop: loop, tier: tier, connection: connection, source: base, request: request).run(completion: completion)
+            return
+        }
+        let tier = self.tier
+        if let preclaim = request.preclaim { tier.release(preclaim, on: loop) }
+        base.fetch(request, on: loop) { outcome in
+            let stored: @Sendable () -> Void = {
+                if case .success(let page) = outcome {
+                    tier.store(page, scope: request.scope, identifiers: request.identifiers, on: loop)
+                }
+                completion(outcome)
+            }
+            // The store goes out on `loop`'s own connection.
+            if loop.inEventLoop { stored() } else if !loop.execute(stored) { completion(outcome) }
+        }
+    }
+}
+
+/// A fetch whose identifiers the call's lookup leased, all of them: the
+/// base source fetches while the leases are renewed every
+/// ``SharedTier/renewal``; then the entries, the release and (when a
+/// replica waits) the outcome go out in one script, not waited for. The
+/// same actions ``SharedClaimStateMachine`` takes for a fetch that holds
+/// every lease, with no table of states.
+private final class LeasedFetch: @unchecked Sendable {
+    // @unchecked: `renewalTimer` is touched on `loop` only.
+    private let loop: EventLoop
+    private let tier: SharedTier
+    private let connection: RedisConnection
+    private let request: SourceRequest
+    private let token: String
+    private var renewalTimer: LoopTimer?
+
+    package init(loop: EventLoop, tier: SharedTier, connection: RedisConnection, request: SourceRequest, token: String) {
+        self.loop = loop
+        self.tier = tier
+        self.connection = connection
+        self.request = request
+        self.token = token
+    }
+
+    package func run(_ base: any ProductSource, completion: @escaping @Sendable (Result<SourcePage, ProductsFetchFailure>) -> Void) {
+        loop.preconditionInEventLoop()
+        armRenewal()
+        base.fetch(request, on: loop) { [self] outcome in
+            let finish: @Sendable () -> Void = { [self] in
+                renewalTimer?.cancel()
+                renewalTimer = nil
+                tier.publish(request.identifiers, outcome: outcome, scope: request.scope, token: token, on: connection)
+                completion(outcome)
+            }
+            if loop.inEventLoop { finish() } else if !loop.execute(finish) { completion(outcome) }
+        }
+    }
+
+    private func armRenewal() {
+        renewalTimer = loop.scheduleTimer(after: SharedTier.renewal) { [self] in
+            guard renewalTimer != nil else { return }
+            tier.renew(request.identifiers, scope: request.scope, token: token, on: connection)
+            armRenewal()
+        }
+    }
+}

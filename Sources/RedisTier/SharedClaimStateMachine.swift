@@ -1,0 +1,275 @@
+import GatewayMetrics
+import MemoryTier
+import ProductsDomain
+
+/// Coalescing across replicas for one shared fetch: which of its
+/// identifiers this replica fetches, which it waits for, and when it takes
+/// over. Pure: the ``SharedClaimDriver`` performs the actions (Redis
+/// commands, the upstream fetch, a loop timer) and reports back.
+///
+/// The protocol, per identifier of one (app, country, language):
+/// 1. **Claim**: a lease of 1 s on the identifier's claim key (taken when
+///    the key is free, or holds a "claim" longer than a lease, which no
+///    replica writes) and, in the same round trip, `MGET` of the entries.
+///    An entry found answers at once (a claim won anyway is released); a
+///    claim won is fetched; a claim held by another replica is waited for.
+/// 2. **Fetch** what this replica claimed, renewing the leases while the
+///    fetch runs; then **publish**: store the entries (when they may be
+///    kept), release the claims (only if still ours) and publish the
+///    outcome, success or failure, on the outcomes channel, in that order
+///    on one connection.
+/// 3. **Wait** for another replica's outcome, looking again (step 1: the
+///    entries and the claims) every `poll` (250 ms), until the fetch's
+///    deadline. A waiter never depends on one message: a claimer that died
+///    stops renewing, its lease lapses within 1 s, and the next look takes
+///    over; a lost message costs one poll. A "released" message looks
+///    again at once, at most once per ``minimumReclaimInterval``.
+///
+/// A message that arrives before this replica's claim reply is kept and
+/// used if the reply says another replica holds the claim.
+/// When Redis cannot be asked, the identifiers are fetched without a claim
+/// (and nothing is published): the replica carries on alone. The same
+/// happens to identifiers being waited for once the tier is lost (the
+/// subscriber dropped, or a probe of a stalled Redis timed out): an outcome
+/// could no longer arrive.
+package struct SharedClaimStateMachine<Page> {
+    package typealias Outcome = Result<Page, ProductsFetchFailure>
+
+    package enum Action {
+        /// Claim these (or renew the lease of those this replica holds)
+        /// and read their entries, in one round trip.
+        case claim([String])
+        /// Ask the upstream for these; `claimed` ones are published after.
+        case fetch([String], claimed: Bool)
+        /// Store, release and publish the outcome of a claimed fetch.
+        case publish([String], Outcome)
+        /// Release claims won for identifiers an entry already answered.
+        case release([String])
+        /// Arm the lapse timer (replacing any armed one).
+        case waitUntil(ContinuousClock.Instant)
+        /// Every identifier is answered: the parts, in the order they came.
+        case finish([Outcome])
+    }
+
+    private enum Status: Equatable {
+        case claiming
+        /// Fetched by this replica; `claimed`: under its lease.
+        case fetching(claimed: Bool)
+        case waiting
+        case resolved
+    }
+
+    /// A "released" message looks again at once at most this often; more
+    /// wait for the next poll (forged messages cannot make a replica send
+    /// a claim per message).
+    package static var minimumReclaimInterval: Duration { .milliseconds(50) }
+
+    private let deadline: ContinuousClock.Instant
+    private let poll: Duration
+    private var status: [String: Status] = [:]
+    /// Outcomes of other replicas that came while the claim round trip of
+    /// their identifiers was under way.
+    private var early: [String: Outcome] = [:]
+    private var lastClaim: ContinuousClock.Instant?
+    private var unresolved: Int
+    private var parts: [Outcome] = []
+    private(set) var isFinished = false
+    /// The tier was lost: nothing more is waited for.
+    private var alone = false
+
+    /// - Parameters:
+    ///   - deadline: the fetch's deadline; waiting never goes past it.
+    ///   - poll: how long a wait lasts before looking again (250 ms).
+    ///   - won: identifiers whose lease the call's lookup already took
+    ///     (fetched at once); `held`: those it found another replica
+    ///     holding (waited for). The rest are claimed first.
+    package init(identifiers: [String], deadline: ContinuousClock.Instant, poll: Duration, won: Set<String> = [], held: Set<String> = []) {
+        self.deadline = deadline
+        self.poll = poll
+        for identifier in identifiers {
+            status[identifier] = won.contains(identifier) ? .fetching(claimed: true) : held.contains(identifier) ? .waiting : .claiming
+        }
+        self.unresolved = status.count
+    }
+
+    /// The first round: fetch what the lookup won, wait for what it found
+    /// held, claim the rest.
+    package mutating func start(now: ContinuousClock.Instant) -> [Action] {
+        guard unresolved > 0 else { return finishIfDone() }
+        var actions: [Action] = []
+        let fetch = status.filter { $0.value == .fetching(claimed: true) }.map(\.key).sorted()
+        if !fetch.isEmpty { actions.append(.fetch(fetch, claimed: true)) }
+        let claim = status.filter { $0.value == .claiming }.map(\.key).sorted()
+        if !claim.isEmpty {
+            lastClaim = now
+            actions.append(.claim(claim))
+        }
+        if status.values.contains(.waiting) { actions.append(.waitUntil(min(now + poll, deadline))) }
+        return actions
+    }
+
+    /// The claim round trip came back: `won` claims were ours to take,
+    /// `entries` (a page with their products, and their identifiers) were
+    /// found in the shared cache; the rest of `identifiers` are held by
+    /// another replica.
+    package mutating func claimed(_ identifiers: [String], won: Set<String>, entries: (page: Page, identifiers: Set<String>)?, now: ContinuousClock.Instant) -> [Action] {
+        var actions: [Action] = []
+        var release: [String] = []
+        var fetch: [String] = []
+        var fetchAlone: [String] = []
+        var wait = false
+        var answered = false
+        var earlyParts: [(identifier: String, outcome: Outcome)] = []
+        for identifier in identifiers where status[identifier] == .claiming {
+            let earlyOutcome = early.removeValue(forKey: identifier)
+            if let entries, entries.identifiers.contains(identifier) {
+                resolve(identifier)
+                answered = true
+                if won.contains(identifier) { release.append(identifier) }
+            } else if won.contains(identifier) {
+                status[identifier] = .fetching(claimed: true)
+                fetch.append(identifier)
+            } else if let earlyOutcome {
+                // Its holder published before this reply came back.
+                resolve(identifier)
+                earlyParts.append((identifier, earlyOutcome))
+            } else if alone {
+                status[identifier] = .fetching(claimed: false)
+                fetchAlone.append(identifier)
+            } else {
+                status[identifier] = .waiting
+                wait = true
+            }
+        }
+        if !fetchAlone.isEmpty { actions.append(.fetch(fetchAlone, claimed: false)) }
+        if answered, let entries { parts.append(.success(entries.page)) }
+        // One part per outcome, however many identifiers it answered.
+        var seen: [Int] = []
+        for (index, part) in earlyParts.enumerated() where !seen.contains(where: { Self.same(earlyParts[$0].outcome, part.outcome) }) {
+            seen.append(index)
+            parts.append(part.outcome)
+        }
+        if !release.isEmpty { actions.append(.release(release)) }
+        if !fetch.isEmpty { actions.append(.fetch(fetch, claimed: true)) }
+        if wait { actions.append(.waitUntil(min(now + poll, deadline))) }
+        return actions + finishIfDone()
+    }
+
+    /// Whether two early outcomes are the same message's (compared by
+    /// case, as pages have no identity of their own: a repeated success is
+    /// harmless, as parts merge first-wins).
+    private static func same(_ first: Outcome, _ second: Outcome) -> Bool {
+        switch (first, second) {
+        case (.failure(let a), .failure(let b)): a == b
+        default: false
+        }
+    }
+
+    /// Redis could not be asked: fetch the identifiers without a claim.
+    package mutating func claimFailed(_ identifiers: [String]) -> [Action] {
+        var fetch: [String] = []
+        for identifier in identifiers where status[identifier] == .claiming {
+            status[identifier] = .fetching(claimed: false)
+            fetch.append(identifier)
+            early[identifier] = nil
+        }
+        return fetch.isEmpty ? [] : [.fetch(fetch, claimed: false)]
+    }
+
+    /// This replica's upstream fetch of `identifiers` ended.
+    package mutating func fetched(_ identifiers: [String], _ outcome: Outcome, claimed: Bool) -> [Action] {
+        var resolvedAny = false
+        for identifier in identifiers {
+            guard case .fetching? = status[identifier] else { continue }
+            resolve(identifier)
+            resolvedAny = true
+        }
+        if resolvedAny { parts.append(outcome) }
+        let publish: [Action] = claimed ? [.publish(identifiers, outcome)] : []
+        return publish + finishIfDone()
+    }
+
+    /// Another replica published the outcome of `identifiers`. Waited-for
+    /// identifiers take it; those whose claim reply is still to come keep
+    /// it, in case the reply says another replica holds them.
+    package mutating func received(_ identifiers: [String], _ outcome: Outcome) -> [Action] {
+        var resolvedAny = false
+        for identifier in identifiers {
+            switch status[identifier] {
+            case .waiting?:
+                resolve(identifier)
+                resolvedAny = true
+            case .claiming?:
+                early[identifier] = outcome
+            default:
+                continue
+            }
+        }
+        if resolvedAny { parts.append(outcome) }
+        return finishIfDone()
+    }
+
+    /// Another replica gave up its claims on `identifiers` without an
+    /// outcome (its own deadline passed): look again now, unless a look
+    /// went out less than ``minimumReclaimInterval`` ago (the next poll
+    /// looks then).
+    package mutating func released(_ identifiers: [String], now: ContinuousClock.Instant) -> [Action] {
+        if let lastClaim, now - lastClaim < Self.minimumReclaimInterval { return [] }
+        var claim: [String] = []
+        for identifier in identifiers where status[identifier] == .waiting {
+            status[identifier] = .claiming
+            claim.append(identifier)
+        }
+        guard !claim.isEmpty else { return [] }
+        lastClaim = now
+        return [.claim(claim)]
+    }
+
+    /// The poll timer fired: past the deadline the waiting identifiers fail
+    /// with `cancelled`; before it, they are looked at again (the entries,
+    /// and the claims: a lapsed one is taken over).
+    package mutating func pollDue(now: ContinuousClock.Instant) -> [Action] {
+        let waiting = status.filter { $0.value == .waiting }.map(\.key).sorted()
+        guard !waiting.isEmpty else { return [] }
+        if now >= deadline {
+            for identifier in waiting { resolve(identifier) }
+            parts.append(.failure(.cancelled(detail: "another replica's fetch of these identifiers did not end within the call's deadline")))
+            return finishIfDone()
+        }
+        for identifier in waiting { status[identifier] = .claiming }
+        lastClaim = now
+        return [.claim(waiting)]
+    }
+
+    /// The tier was lost (the subscriber dropped, or Redis stalled): what
+    /// is waited for is fetched without a claim, and nothing more will be.
+    package mutating func sharedTierLost() -> [Action] {
+        alone = true
+        let waiting = status.filter { $0.value == .waiting }.map(\.key).sorted()
+        for identifier in waiting { status[identifier] = .fetching(claimed: false) }
+        return waiting.isEmpty ? [] : [.fetch(waiting, claimed: false)]
+    }
+
+    /// Whether any identifier still waits for another replica.
+    package var isWaiting: Bool { status.values.contains(.waiting) }
+
+    /// The identifiers this replica fetches under its lease: their leases
+    /// are renewed until the fetch ends.
+    package var leased: [String] {
+        status.compactMap { identifier, status in
+            if case .fetching(claimed: true) = status { return identifier }
+            return nil
+        }.sorted()
+    }
+
+    private mutating func resolve(_ identifier: String) {
+        status[identifier] = .resolved
+        unresolved -= 1
+    }
+
+    private mutating func finishIfDone() -> [Action] {
+        guard unresolved == 0, !isFinished else { return [] }
+        isFinished = true
+        return [.finish(parts)]
+    }
+}

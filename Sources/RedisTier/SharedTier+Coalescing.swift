@@ -1,0 +1,513 @@
+import GatewayMetrics
+import MemoryTier
+import EventTransport
+import JSONRPC
+import Logging
+import ProductsDomain
+import Synchronization
+
+/// The Redis side of coalescing across replicas (see
+/// ``SharedClaimStateMachine`` for the protocol): claims, the outcome
+/// message, releases.
+extension SharedTier {
+    /// What one claim round trip found.
+    package struct ClaimReply {
+        /// Claims this replica won.
+        package var won: Set<String>
+        /// Fresh entries found, as a page, with their identifiers.
+        package var entries: (page: SourcePage, identifiers: Set<String>)?
+    }
+
+    /// Releases (and stores) for any number of fetches, in groups, one
+    /// after the other. For each group, `ARGV` holds its token, its hold
+    /// (ms), its identifier count `n` and whether it stores (`1`), then,
+    /// when it does, each entry's value and time to keep (ms); `KEYS` holds,
+    /// in the same order, its `n` entry keys when it stores, then its `n`
+    /// claims and their `n` wait flags.
+    ///
+    /// A group stores its entries first (they are its replica's answer,
+    /// whoever holds the claims now), then releases the claims its token
+    /// still holds (a claim that lapsed and was taken over is not its to
+    /// release): it deletes their wait flags, and the claims, unless a
+    /// replica waited and the hold is above 0: then a claim is held that
+    /// long more, so the waiter, which would otherwise find neither the
+    /// claim nor (for a failure) an entry at its next look, gets the
+    /// outcome about to be published instead of fetching again. The reply
+    /// has one integer per group: 1 when any of its flags was there
+    /// (publish), else 0.
+    ///
+    /// The usual release (every lease still held, nobody waiting) is three
+    /// commands per group whatever its size: one MGET, one EXISTS, one DEL.
+    /// Lists go to commands in chunks: Lua's unpack takes at most a few
+    /// thousand values, and a call may ask GATEWAY_MAX_IDS (up to 10000).
+    package static let releaseScript = RedisScript("""
+        local function mget(from, count)
+          local values = {}
+          for s = 0, count - 1, 1000 do
+            local part = redis.call('MGET', unpack(KEYS, from + s, from + math.min(s + 1000, count) - 1))
+            for k = 1, #part do values[s + k] = part[k] end
+          end
+          return values
+        end
+        local function sum(command, list)
+          local total = 0
+          for s = 1, #list, 1000 do
+            total = total + redis.call(command, unpack(list, s, math.min(s + 999, #list)))
+          end
+          return total
+        end
+        local function release(c, n, token, hold)
+          local claims = mget(c + 1, n)
+          local ours = {}
+          for i = 1, n do
+            if claims[i] == token then ours[#ours + 1] = i end
+          end
+          if #ours == 0 then return 0 end
+          local flags = {}
+          for j = 1, #ours do flags[j] = KEYS[c + n + ours[j]] end
+          local flagged = sum('EXISTS', flags)
+          if flagged == 0 or hold <= 0 then
+            local gone = {}
+            for j = 1, #ours do gone[#gone + 1] = KEYS[c + ours[j]] end
+            if flagged > 0 then
+              for j = 1, #flags do gone[#gone + 1] = flags[j] end
+            end
+            sum('DEL', gone)
+            if flagged > 0 then return 1 end
+            return 0
+          end
+          for j = 1, #ours do
+            local i = ours[j]
+            if redis.call('DEL', KEYS[c + n + i]) == 1 then
+              redis.call('SET', KEYS[c + i], token .. ':published', 'PX', hold)
+            else
+              redis.call('DEL', KEYS[c + i])
+            end
+          end
+          return 1
+        end
+        local k, a, g = 0, 0, 0
+        local result = {}
+        while a < #ARGV do
+          local token, hold, n, stores = ARGV[a + 1], tonumber(ARGV[a + 2]), tonumber(ARGV[a + 3]), ARGV[a + 4] == '1'
+          a = a + 4
+          if stores then
+            for i = 1, n do
+              redis.call('SET', KEYS[k + i], ARGV[a + 2 * i - 1], 'PX', ARGV[a + 2 * i])
+            end
+            k = k + n
+            a = a + 2 * n
+          end
+          g = g + 1
+          result[g] = release(k, n, token, hold)
+          k = k + 2 * n
+        end
+        return result
+        """)
+
+    /// How long a released claim stays held while its outcome is published
+    /// to the replicas that wait for it.
+    package static let publishHold = Duration.milliseconds(250)
+
+    /// For each identifier `i` of `n` (`KEYS[i]` its claim, `KEYS[n+i]` its
+    /// wait flag): takes a lease of `ARGV[2]` ms for `ARGV[1]` on the claim
+    /// when it is free, holds no expiry, or holds a longer one than a lease
+    /// (no replica writes such a claim: it is ignored, and taken); renews
+    /// it when it already holds `ARGV[1]`; else another replica holds it,
+    /// and the wait flag says someone waits for its outcome (for a lease's
+    /// time: a waiter sets it again at every look). One integer per
+    /// identifier: 1 when this token holds the lease now, else 0.
+    package static let claimScript = RedisScript("""
+        local n = #KEYS / 2
+        local lease = tonumber(ARGV[2])
+        local won = {}
+        for i = 1, n do
+          local key = KEYS[i]
+          local ttl = redis.call('PTTL', key)
+          if ttl == -2 or ttl == -1 or ttl > lease or redis.call('TYPE', key).ok ~= 'string' then
+            redis.call('SET', key, ARGV[1], 'PX', lease)
+            won[i] = 1
+          elseif redis.call('GET', key) == ARGV[1] then
+            redis.call('PEXPIRE', key, lease)
+            won[i] = 1
+          else
+            redis.call('SET', KEYS[n + i], '1', 'PX', lease)
+            won[i] = 0
+          end
+        end
+        return won
+        """)
+
+    /// Renews the lease of each claim key that still holds `ARGV[1]`.
+    package static let renewScript = RedisScript("""
+        for _, key in ipairs(KEYS) do
+          if redis.call('GET', key) == ARGV[1] then redis.call('PEXPIRE', key, ARGV[2]) end
+        end
+        return 0
+        """)
+
+    /// The claim script (``claimScript``) for each identifier, then one
+    /// `MGET` of their entries, pipelined: one round trip. `completion` gets
+    /// nil when Redis could not be asked or answered what does not parse;
+    /// then the leases this round trip may have taken are released.
+    package func claim(_ identifiers: [String], scope: FetchScope, token: String, on connection: RedisConnection, completion: @escaping (ClaimReply?) -> Void) {
+        let lease = Array(String(Self.lease.milliseconds).utf8)
+        let tokenBytes = Array(token.utf8)
+        let collector = ClaimCollector(count: 2)
+        let metrics = self.metrics
+        let freshCap = Duration.seconds(maxTTLSeconds)
+        let finish: () -> Void = {
+            guard let replies = collector.replies,
+                  case .array(let claims) = replies[0], claims.count == identifiers.count,
+                  case .array(let values) = replies[1], values.count == identifiers.count else {
+                metrics.recordSharedErrors(1)
+                // The script may have run, whatever came back.
+                self.release(identifiers, scope: scope, token: token, on: connection)
+                completion(nil)
+                return
+            }
+            var won = Set<String>()
+            for (index, identifier) in identifiers.enumerated() {
+                switch claims[index] {
+                case .integer(1): won.insert(identifier)
+                case .integer(0): break
+                default:
+                    metrics.recordSharedErrors(1)
+                    self.release(identifiers, scope: scope, token: token, on: connection)
+                    completion(nil)
+                    return
+                }
+            }
+            let nowUnixMS = SharedTier.unixMilliseconds()
+            var products: [String: EncodedJSON] = [:]
+            var found = Set<String>()
+            var freshFor = Int64.max
+            var staleIfError = Int32.max
+            var revalidate = Int32.max
+            for (index, value) in values.enumerated() {
+                guard let bytes = value.bytes else { continue }
+                // Garbage is counted by the lookup every claim follows.
+                guard let entry = SharedCacheEntry(decoding: bytes, identifier: identifiers[index]) else { continue }
+                let left = entry.freshFor(nowUnixMS: nowUnixMS, cap: freshCap).milliseconds
+                guard left >= 1000 else { continue }
+                found.insert(identifiers[index])
+                if let product = entry.answer.product { products[identifiers[index]] = product }
+                freshFor = min(freshFor, left)
+                staleIfError = min(staleIfError, entry.staleIfErrorSeconds)
+                revalidate = min(revalidate, entry.revalidateSeconds)
+            }
+            let entries = found.isEmpty ? nil : (
+                page: SourcePage(
+                    encodedProducts: products, maxAgeSeconds: Int(freshFor / 1000),
+                    staleIfErrorSeconds: Int(staleIfError), staleWhileRevalidateSeconds: Int(revalidate)
+                ),
+                identifiers: found
+            )
+            completion(ClaimReply(won: won, entries: entries))
+        }
+        var claimKeys: [[UInt8]] = []
+        claimKeys.reserveCapacity(2 * identifiers.count)
+        for identifier in identifiers { claimKeys.append(keys.claim(scope, identifier)) }
+        for identifier in identifiers { claimKeys.append(keys.wait(scope, identifier)) }
+        connection.eval(Self.claimScript, keys: claimKeys, arguments: [tokenBytes, lease]) { result in
+            collector.record(result, at: 0)
+            if collector.isComplete { finish() }
+        }
+        var mget: [[UInt8]] = [Array("MGET".utf8)]
+        for identifier in identifiers { mget.append(keys.entry(scope, identifier)) }
+        connection.send(mget) { result in
+            collector.record(result, at: 1)
+            if collector.isComplete { finish() }
+        }
+    }
+
+    /// Renews the leases this token holds on `identifiers` while their
+    /// fetch runs; not waited for (a lease lost makes, at worst, a second
+    /// fetch by another replica).
+    package func renew(_ identifiers: [String], scope: FetchScope, token: String, on connection: RedisConnection) {
+        let claimKeys = identifiers.map { keys.claim(scope, $0) }
+        let metrics = self.metrics
+        let log = self.log
+        connection.eval(Self.renewScript, keys: claimKeys, arguments: [Array(token.utf8), Array(String(Self.lease.milliseconds).utf8)]) { result in
+            Self.count(result, what: "lease renewal", metrics: metrics, log: log)
+        }
+    }
+
+    /// After a claimed fetch: store the entries (when they may be kept),
+    /// then release the claims, in that order on one connection; when a
+    /// replica waits for them, publish the outcome. A `cancelled` fetch (its
+    /// caller's deadline) publishes "released", so waiters with time left
+    /// take over.
+    package func publish(_ identifiers: [String], outcome: Result<SourcePage, ProductsFetchFailure>, scope: FetchScope, token: String, on connection: RedisConnection) {
+        let kind: SharedOutcomeMessage.Kind
+        switch outcome {
+        case .success(let page):
+            // The usual miss: its entries and its release in one script, one
+            // command instead of one per identifier and one more.
+            if let entries = entryArguments(page, scope: scope, identifiers: identifiers) {
+                release(identifiers, scope: scope, token: token, on: connection, announcing: .success(page), hold: Self.publishHold, storing: entries)
+                return
+            }
+            kind = .success(page)
+        case .failure(.cancelled):
+            kind = .released
+        case .failure(let failure):
+            kind = .failure(failure)
+        }
+        release(identifiers, scope: scope, token: token, on: connection, announcing: kind, hold: Self.publishHold)
+    }
+
+    /// Releases claims won for identifiers an entry already answered, and
+    /// tells waiters, if any, to look again.
+    package func releaseAndAnnounce(_ identifiers: [String], scope: FetchScope, token: String, on connection: RedisConnection) {
+        release(identifiers, scope: scope, token: token, on: connection)
+    }
+
+    /// Releases the claims `token` still holds and, when a replica waits
+    /// for any of them (their wait flags), publishes `kind` (by default
+    /// "released": look again). The message is built only then: with no
+    /// herd, a miss publishes nothing. With `entries`
+    /// (``entryArguments(_:scope:identifiers:)``), they are stored first,
+    /// by the same script.
+    ///
+    /// Gathered with the other releases of the connection's loop turn and
+    /// sent as one script (``releaseScript``, one group each), not waited
+    /// for.
+    package func release(
+        _ identifiers: [String], scope: FetchScope, token: String, on connection: RedisConnection,
+        announcing kind: SharedOutcomeMessage.Kind = .released, hold: Duration = .zero, storing entries: EntryArguments? = nil
+    ) {
+        guard !identifiers.isEmpty else { return }
+        let group = SharedReleaseBatch.Group(identifiers: identifiers, scope: scope, token: token, kind: kind, hold: hold, entries: entries)
+        guard let batch = releaseBatch(for: connection.loop), batch.add(group, flush: { [self, weak connection] groups in
+            if let connection { sendReleases(groups, on: connection) }
+        }) else {
+            sendReleases([group], on: connection)
+            return
+        }
+    }
+
+    /// One release script for `groups`; each group whose flags were there
+    /// publishes its message.
+    private func sendReleases(_ groups: [SharedReleaseBatch.Group], on connection: RedisConnection) {
+        var keyCount = 0
+        var argumentCount = 0
+        var bytes = 128
+        for group in groups {
+            let n = group.identifiers.count
+            keyCount += (group.entries == nil ? 2 : 3) * n
+            argumentCount += 4 + (group.entries == nil ? 0 : 2 * n)
+            bytes += 200 * n + (group.entries?.values.reduce(0) { $0 + $1.count + 24 } ?? 0)
+        }
+        var command = RedisCommand.evalsha(Self.releaseScript, keyCount: keyCount, reservingBytes: bytes, arguments: keyCount + argumentCount)
+        for group in groups {
+            if group.entries != nil { keys.append("v1:p:", group.scope, group.identifiers, to: &command) }
+            keys.append("v1:c:", group.scope, group.identifiers, to: &command)
+            keys.append("v1:w:", group.scope, group.identifiers, to: &command)
+        }
+        for group in groups {
+            command.append(group.token)
+            command.append(Int64(group.hold.milliseconds))
+            command.append(Int64(group.identifiers.count))
+            command.append(group.entries == nil ? "0" : "1")
+            if let entries = group.entries {
+                for index in group.identifiers.indices {
+                    command.append(entries.values[index])
+                    command.append(entries.keepMilliseconds[index])
+                }
+            }
+        }
+        let metrics = self.metrics
+        let log = self.log
+        let channel = Array(self.channel.utf8)
+        connection.eval(Self.releaseScript, command) { [weak connection] result in
+            switch result {
+            case .success(.array(let flags)) where flags.count == groups.count:
+                for (group, flag) in zip(groups, flags) {
+                    switch flag {
+                    case .integer(1):
+                        guard let connection else { return }
+                        let message = SharedOutcomeMessage(scope: group.scope, identifiers: group.identifiers, kind: group.kind)
+                        self.sendCounted([Array("PUBLISH".utf8), channel, message.encoded], on: connection, what: "publish")
+                    case .integer(0):
+                        break
+                    default:
+                        metrics.recordSharedErrors(1)
+                        log.warning("Redis answered a shared-tier release unexpectedly", metadata: ["reply": "\(SharedTier.describe(flag))"])
+                    }
+                }
+            case .success(let other):
+                metrics.recordSharedErrors(1)
+                log.warning("Redis refused a shared-tier release", metadata: ["reply": "\(SharedTier.describe(other))"])
+            case .failure(let error):
+                metrics.recordSharedErrors(1)
+                log.warning("a shared-tier release failed", metadata: ["error": "\(error.message)"])
+            }
+        }
+    }
+
+    /// Sends a command nobody waits for; a failure is counted and logged.
+    package func sendCounted(_ arguments: [[UInt8]], on connection: RedisConnection, what: String) {
+        let metrics = self.metrics
+        let log = self.log
+        connection.send(arguments) { result in
+            Self.count(result, what: what, metrics: metrics, log: log)
+        }
+    }
+
+    /// A reply nobody waits for: a failure is counted and logged.
+    package static func count(_ result: Result<RedisValue, RedisError>, what: String, metrics: GatewayMetrics, log: RateLimitedLog) {
+        switch result {
+        case .success(.error(let message)):
+            metrics.recordSharedErrors(1)
+            log.warning("Redis refused a shared-tier \(what)", metadata: ["reply": "\(RedisConnection.errorCode(message))"])
+        case .success:
+            break
+        case .failure(let error):
+            metrics.recordSharedErrors(1)
+            log.warning("a shared-tier \(what) failed", metadata: ["error": "\(error.message)"])
+        }
+    }
+}
+
+/// Collects the replies of one pipelined claim round trip, on one loop.
+private final class ClaimCollector {
+    private var values: [RedisValue?]
+    private var received = 0
+    private var failed = false
+
+    package init(count: Int) {
+        values = Array(repeating: nil, count: count)
+    }
+
+    package func record(_ result: Result<RedisValue, RedisError>, at index: Int) {
+        received += 1
+        switch result {
+        case .success(.error):
+            failed = true
+        case .success(let value):
+            values[index] = value
+        case .failure:
+            failed = true
+        }
+    }
+
+    package var isComplete: Bool { received == values.count }
+
+    /// Every reply, or nil when any failed.
+    package var replies: [RedisValue]? {
+        failed ? nil : values.map { $0 ?? .null }
+    }
+}
+
+extension SharedTierKeys {
+    /// `{prefix}v1:c:{app}:{country}:{language or -}:{identifier}`.
+    package func claim(_ scope: FetchScope, _ identifier: String) -> [UInt8] {
+        key("v1:c:", scope, identifier)
+    }
+
+    /// `{prefix}v1:w:…`: set while a replica waits for the claim's outcome.
+    package func wait(_ scope: FetchScope, _ identifier: String) -> [UInt8] {
+        key("v1:w:", scope, identifier)
+    }
+}
+
+/// The drivers waiting for other replicas' outcomes, by (scope,
+/// identifier). The subscriber hands each message here (on its loop); each
+/// driver named in it gets the message on its own loop.
+package final class SharedOutcomeWaiters: Sendable {
+    private let table = Mutex<[ScopedIdentifier: [ObjectIdentifier: SharedClaimDriver]]>([:])
+    /// `UPSTREAM_MAX_IDS`: no fetch names more, so no message may.
+    private let maxIdentifiers: Int
+
+    package init(maxIdentifiers: Int) {
+        self.maxIdentifiers = maxIdentifiers
+    }
+
+    package func register(_ driver: SharedClaimDriver, scope: FetchScope, identifiers: [String]) {
+        table.withLock { table in
+            for key in ScopedIdentifier.keys(scope: scope, identifiers: identifiers) { table[key, default: [:]][ObjectIdentifier(driver)] = driver }
+        }
+    }
+
+    package func unregister(_ driver: SharedClaimDriver, scope: FetchScope, identifiers: [String]) {
+        table.withLock { table in
+            for key in ScopedIdentifier.keys(scope: scope, identifiers: identifiers) {
+                table[key]?[ObjectIdentifier(driver)] = nil
+                if table[key]?.isEmpty == true { table[key] = nil }
+            }
+        }
+    }
+
+    /// The subscriber dropped: every waiting driver stops waiting.
+    package func subscriberLost() {
+        let drivers = table.withLock { table in
+            var all: [ObjectIdentifier: SharedClaimDriver] = [:]
+            for entry in table.values { all.merge(entry) { first, _ in first } }
+            return all
+        }
+        for driver in drivers.values {
+            driver.loop.execute { driver.sharedTierLost() }
+        }
+    }
+
+    /// One message from the outcomes channel; one that does not parse is
+    /// ignored.
+    package func dispatch(_ payload: [UInt8]) {
+        // Checked before anything is built from it: size, then the count of
+        // identifiers, then every field.
+        guard let message = SharedOutcomeMessage(decoding: payload, maxIdentifiers: maxIdentifiers) else { return }
+        var drivers: [ObjectIdentifier: SharedClaimDriver] = [:]
+        table.withLock { table in
+            for key in ScopedIdentifier.keys(scope: message.scope, identifiers: message.identifiers) {
+                for (id, driver) in table[key] ?? [:] { drivers[id] = driver }
+            }
+        }
+        for driver in drivers.values {
+            driver.loop.execute { driver.received(message) }
+        }
+    }
+}
+
+/// One loop's shared-tier releases of the current turn, sent as one script
+/// when the turn's callbacks are done (upstream answers that came in the
+/// same turn release together). Confined to its loop.
+package final class SharedReleaseBatch: @unchecked Sendable {
+    // @unchecked: `groups` and `armed` are touched on `loop` only.
+    package struct Group: Sendable {
+        package let identifiers: [String]
+        package let scope: FetchScope
+        package let token: String
+        package let kind: SharedOutcomeMessage.Kind
+        package let hold: Duration
+        package let entries: SharedTier.EntryArguments?
+    }
+
+    package let loop: EventLoop
+    private var groups: [Group] = []
+    private var armed = false
+
+    package init(loop: EventLoop) {
+        self.loop = loop
+    }
+
+    /// Adds a release to this turn's; `flush` gets them all when the turn
+    /// ends. False when the loop cannot run the flush (it has stopped).
+    package func add(_ group: Group, flush: @escaping @Sendable ([Group]) -> Void) -> Bool {
+        loop.preconditionInEventLoop()
+        groups.append(group)
+        guard !armed else { return true }
+        armed = true
+        let queued = loop.execute { [self] in
+            armed = false
+            let batch = groups
+            groups = []
+            flush(batch)
+        }
+        if !queued {
+            armed = false
+            groups.removeLast()
+        }
+        return queued
+    }
+}

@@ -1,0 +1,604 @@
+import GatewayMetrics
+import MemoryTier
+import Dispatch
+import EventTransport
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+import Glibc
+import Logging
+import ProductsDomain
+import Synchronization
+
+/// The shared tier: one Redis that the replicas of a deployment share, so
+/// that what one fetched the others answer from (contract section "Many
+/// replicas: the shared tier").
+///
+/// One ``RedisConnection`` per event loop, run by that loop; a call uses
+/// its own loop's connection, so no call changes threads for Redis. Redis
+/// never decides an answer's success: whatever fails (no connection, a
+/// timeout, garbage) counts in `gateway_shared_cache_errors_total`, is
+/// logged at most once per 10 s, and the call carries on as without Redis.
+package final class SharedTier: Sendable {
+    private let connections: [ObjectIdentifier: RedisConnection]
+    private let ordered: [RedisConnection]
+    /// Each loop's lookups of the current turn, sent together.
+    private let lookupBatches: [ObjectIdentifier: SharedLookupBatch]
+    /// Each loop's releases of the current turn, sent together.
+    private let releaseBatches: [ObjectIdentifier: SharedReleaseBatch]
+    package let keys: SharedTierKeys
+    package let metrics: GatewayMetrics
+    package let log: RateLimitedLog
+    package let maxTTLSeconds: Int
+    private let maxStaleSeconds: Int
+    /// The replica's subscriber connection (on the first loop), for the
+    /// outcomes of fetches claimed by other replicas.
+    private let subscriber: RedisConnection?
+    package let subscriberReady: ReadyFlag
+    /// The drivers waiting for other replicas' outcomes.
+    package let waiters: SharedOutcomeWaiters
+    /// The outcomes channel: `{prefix}v1:outcomes`.
+    package let channel: String
+    /// Whether fetches coalesce across replicas (claims, the outcomes
+    /// channel), besides sharing the cache.
+    package let coalesces: Bool
+    /// How long a claim lives unless renewed: a replica that dies mid-fetch
+    /// holds its identifiers at most this long.
+    package static let lease = Duration.seconds(1)
+    /// How often a renewal goes out while a claimed fetch runs.
+    package static let renewal = Duration.milliseconds(300)
+    /// How long a waiter waits before looking at the entries and the claims
+    /// again: a lost message costs at most this.
+    package static let poll = Duration.milliseconds(250)
+    /// This replica's part of every claim token (random per process).
+    package let replicaToken: String
+    private let nextClaim = Atomic<Int>(0)
+
+    /// - Parameters:
+    ///   - loops: the gateway's loops; each gets its connection.
+    ///   - maxTTLSeconds: `GATEWAY_CACHE_MAX_TTL_S` (0 stores nothing).
+    ///   - maxStaleSeconds: `GATEWAY_CACHE_MAX_STALE_S`.
+    ///   - coalesces: whether fetches coalesce across replicas (false: the
+    ///     cache is shared, and no subscriber is made).
+    ///   - upstreamMaxIDs: `UPSTREAM_MAX_IDS`: a message naming more
+    ///     identifiers is dropped unread.
+    package init(configuration: RedisSettings, loops: [EventLoop], maxTTLSeconds: Int, maxStaleSeconds: Int, coalesces: Bool = false, upstreamMaxIDs: Int = 1_000, metrics: GatewayMetrics, logger: Logger) {
+        let endpoint = RedisEndpoint(
+            host: configuration.host,
+            port: configuration.port,
+            password: configuration.password,
+            database: configuration.database,
+            commandTimeout: .milliseconds(configuration.timeoutMS),
+            connectTimeout: max(.seconds(1), .milliseconds(configuration.timeoutMS))
+        )
+        let log = RateLimitedLog(logger: logger, interval: .seconds(10))
+        let observer = SharedTierObserver(log: log, endpoint: configuration.redactedURL, metrics: metrics)
+        var connections: [ObjectIdentifier: RedisConnection] = [:]
+        var ordered: [RedisConnection] = []
+        var lookupBatches: [ObjectIdentifier: SharedLookupBatch] = [:]
+        var releaseBatches: [ObjectIdentifier: SharedReleaseBatch] = [:]
+        for loop in loops {
+            releaseBatches[ObjectIdentifier(loop)] = SharedReleaseBatch(loop: loop)
+            let connection = RedisConnection(loop: loop, endpoint: endpoint, observer: observer)
+            connections[ObjectIdentifier(loop)] = connection
+            lookupBatches[ObjectIdentifier(loop)] = SharedLookupBatch(loop: loop)
+            ordered.append(connection)
+        }
+        self.connections = connections
+        self.lookupBatches = lookupBatches
+        self.releaseBatches = releaseBatches
+        self.ordered = ordered
+        let channel = "\(configuration.prefix)v1:outcomes"
+        let waiters = SharedOutcomeWaiters(maxIdentifiers: upstreamMaxIDs)
+        self.waiters = waiters
+        let subscriberReady = ReadyFlag()
+        self.subscriberReady = subscriberReady
+        if coalesces, let first = loops.first {
+            let subscriberObserver = SubscriberObserver(flag: subscriberReady, inner: observer, waiters: waiters)
+            self.subscriber = RedisConnection(loop: first, endpoint: endpoint, observer: subscriberObserver, subscribingTo: [channel]) { _, payload in
+                waiters.dispatch(payload)
+            }
+        } else {
+            self.subscriber = nil
+        }
+        self.channel = channel
+        self.coalesces = coalesces
+        self.replicaToken = String(UInt64.random(in: 0...UInt64.max), radix: 36)
+        self.keys = SharedTierKeys(prefix: configuration.prefix)
+        self.metrics = metrics
+        self.log = log
+        self.maxTTLSeconds = maxTTLSeconds
+        self.maxStaleSeconds = maxStaleSeconds
+    }
+
+    /// The release batch of `loop`, if it is one of the tier's loops.
+    package func releaseBatch(for loop: EventLoop) -> SharedReleaseBatch? {
+        releaseBatches[ObjectIdentifier(loop)]
+    }
+
+    /// Starts every connection connecting, in the background.
+    package func start() {
+        for connection in ordered + (subscriber.map { [$0] } ?? []) {
+            connection.loop.execute { connection.start() }
+        }
+    }
+
+    /// A token no other claim of any replica has.
+    package func makeClaimToken() -> String {
+        "\(replicaToken)-\(nextClaim.add(1, ordering: .relaxed).oldValue)"
+    }
+
+    /// `loop`'s connection, ready, and the subscriber ready: only then
+    /// does a fetch coalesce across replicas.
+    package func coalescingConnection(on loop: EventLoop) -> RedisConnection? {
+        guard subscriber != nil, subscriberReady.isSet,
+              let connection = connections[ObjectIdentifier(loop)], connection.isReady else { return nil }
+        return connection
+    }
+
+    /// Closes every connection and waits until each loop has done so. From
+    /// a thread that is not a loop, before the loops stop.
+    package func close() {
+        let done = DispatchGroup()
+        for connection in ordered + (subscriber.map { [$0] } ?? []) {
+            done.enter()
+            let queued = connection.loop.execute {
+                connection.close()
+                done.leave()
+            }
+            if !queued { done.leave() }
+        }
+        done.wait()
+    }
+
+    /// `loop`'s connection when it is ready to take a command; nil for a
+    /// loop that has none (nothing to count) or while it is not ready
+    /// (counted as an error: the command was not sent).
+    private func readyConnection(on loop: EventLoop) -> RedisConnection? {
+        guard let connection = connections[ObjectIdentifier(loop)] else { return nil }
+        guard connection.isReady else {
+            metrics.recordSharedErrors(1)
+            return nil
+        }
+        return connection
+    }
+
+    /// What one lookup found: each identifier's entry (nil: none, or one
+    /// that does not parse, ignored and counted), and, when the lookup
+    /// claimed, the leases it took for those without a fresh entry.
+    package struct Lookup: Sendable {
+        package var entries: [SharedCacheEntry?]
+        package var claims: SharedPreclaim?
+    }
+
+    /// The entries of `identifiers` and, when fetches coalesce across
+    /// replicas, a lease on each that has no fresh entry, in one round trip
+    /// (``lookupScript``): a miss costs one Redis round trip before the
+    /// upstream. `completion` runs on this loop, once, when Redis has
+    /// answered (or at once, with nil, when it cannot be asked). The leases
+    /// belong to the fetches the caller starts (``SharedPreclaim``); those it
+    /// does not start must be released (``release(_:)``).
+    package func lookup(scope: FetchScope, identifiers: [String], on loop: EventLoop, completion: @escaping @Sendable (Lookup?) -> Void) {
+        // `GATEWAY_CACHE_MAX_TTL_S=0`: nothing is reused, from memory or Redis.
+        guard maxTTLSeconds > 0, let connection = readyConnection(on: loop) else {
+            completion(nil)
+            return
+        }
+        guard coalescingConnection(on: loop) != nil else {
+            var command = RedisCommand(reservingBytes: 64 * (identifiers.count + 1), arguments: identifiers.count + 1)
+            command.append("MGET")
+            keys.append("v1:p:", scope, identifiers, to: &command)
+            connection.send(command) { [self] reply in
+                completion(entries(of: reply, identifiers: identifiers).map { Lookup(entries: $0, claims: nil) })
+            }
+            return
+        }
+        // Gathered with the other lookups of this loop turn: one script for
+        // all of them (a script's cost in Redis is mostly per call, not per
+        // key), sent when the turn's callbacks are done.
+        let asked = SharedLookupBatch.Asked(scope: scope, identifiers: identifiers, completion: completion)
+        guard let batch = lookupBatches[ObjectIdentifier(loop)], batch.add(asked, flush: { [self] in sendLookups($0, on: loop) }) else {
+            sendLookups([asked], on: loop)
+            return
+        }
+    }
+
+    /// One lookup script for the lookups of one loop turn. Each distinct
+    /// (scope, identifier) is asked once; a lease it wins goes to the first
+    /// call that asked, so only one call's fetch adopts it (the others join
+    /// that fetch in process, or release nothing).
+    private func sendLookups(_ batch: [SharedLookupBatch.Asked], on loop: EventLoop) {
+        guard let connection = readyConnection(on: loop) else {
+            for asked in batch { asked.completion(nil) }
+            return
+        }
+        // The distinct keys, and where each call's identifiers are in them.
+        var unique: [(scope: FetchScope, identifier: String)] = []
+        var positions: [[Int]] = []
+        positions.reserveCapacity(batch.count)
+        if batch.count == 1 {
+            unique = batch[0].identifiers.map { (batch[0].scope, $0) }
+            positions = [Array(unique.indices)]
+        } else {
+            var index: [ScopedIdentifier: Int] = [:]
+            for asked in batch {
+                let keys = ScopedIdentifier.keys(scope: asked.scope, identifiers: asked.identifiers)
+                positions.append(keys.map { key in
+                    if let known = index[key] { return known }
+                    index[key] = unique.count
+                    unique.append((asked.scope, key.identifier))
+                    return unique.count - 1
+                })
+            }
+        }
+        let token = makeClaimToken()
+        // One buffer for the whole command: three keys per identifier.
+        var command = RedisCommand.evalsha(Self.lookupScript, keyCount: 3 * unique.count, reservingBytes: 200 * unique.count + 128, arguments: 3 * unique.count + 4)
+        for key in unique { command.appendArgument { keys.write("v1:p:", key.scope, key.identifier, to: &$0) } }
+        for key in unique { command.appendArgument { keys.write("v1:c:", key.scope, key.identifier, to: &$0) } }
+        for key in unique { command.appendArgument { keys.write("v1:w:", key.scope, key.identifier, to: &$0) } }
+        command.append(token)
+        command.append(Int64(Self.lease.milliseconds))
+        command.append(Self.unixMilliseconds())
+        command.append(Int64(Self.minimumFreshness.milliseconds))
+        connection.eval(Self.lookupScript, command) { [self] reply in
+            guard case .success(.array(let values)) = reply, values.count == 2 * unique.count else {
+                for asked in batch {
+                    // The script may have run, whatever came back.
+                    if case .success = reply { release(asked.identifiers, scope: asked.scope, token: token, on: connection) }
+                    asked.completion(entries(of: reply, identifiers: asked.identifiers).map { Lookup(entries: $0, claims: nil) })
+                }
+                return
+            }
+            var leased = [Bool](repeating: false, count: unique.count)
+            for (number, asked) in batch.enumerated() {
+                var bulks: [RedisValue] = []
+                var claims = SharedPreclaim(token: token, scope: asked.scope)
+                bulks.reserveCapacity(asked.identifiers.count)
+                for (offset, identifier) in asked.identifiers.enumerated() {
+                    let position = positions[number][offset]
+                    bulks.append(values[2 * position])
+                    switch values[2 * position + 1] {
+                    case .integer(1) where !leased[position]:
+                        leased[position] = true
+                        claims.won.insert(identifier)
+                    case .integer(0): claims.held.insert(identifier)
+                    default: break
+                    }
+                }
+                asked.completion(entries(of: .success(.array(bulks)), identifiers: asked.identifiers).map { Lookup(entries: $0, claims: claims) })
+            }
+        }
+    }
+
+    /// An entry fresh for less than this is claimed and refreshed rather
+    /// than answered from.
+    package static let minimumFreshness = Duration.seconds(1)
+
+    /// For each identifier `i` of `n` (`KEYS[i]` its entry, `KEYS[n+i]` its
+    /// claim, `KEYS[2n+i]` its wait flag, set when another replica holds
+    /// the claim: see ``claimScript``): the entry (or false), then 2 when it is fresh for at least
+    /// `ARGV[4]` ms past `ARGV[3]` (now), else the claim script's answer for
+    /// its claim (1: `ARGV[1]` holds a lease of `ARGV[2]` ms now, 0: another
+    /// replica does). A fresh-until that does not read as one (any garbage)
+    /// is left to the replica's own decoding, which refuses it.
+    package static let lookupScript = RedisScript("""
+        local n = #KEYS / 3
+        local lease = tonumber(ARGV[2])
+        local freshFrom = tonumber(ARGV[3]) + tonumber(ARGV[4])
+        local entries = {}
+        -- In chunks: Lua's unpack takes at most a few thousand values.
+        for s = 0, n - 1, 1000 do
+          local part = redis.call('MGET', unpack(KEYS, 1 + s, math.min(s + 1000, n)))
+          for k = 1, #part do entries[s + k] = part[k] end
+        end
+        local reply = {}
+        for i = 1, n do
+          local entry = entries[i]
+          if type(entry) ~= 'string' then entry = false end
+          local state = 0
+          local fresh = false
+          if entry and #entry >= 21 and string.sub(entry, 1, 4) == 'OGW1' then
+            local b1, b2, b3, b4, b5, b6, b7, b8 = string.byte(entry, 5, 12)
+            local freshUntil = ((((((b1 * 256 + b2) * 256 + b3) * 256 + b4) * 256 + b5) * 256 + b6) * 256 + b7) * 256 + b8
+            fresh = freshUntil >= freshFrom
+          end
+          if fresh then
+            state = 2
+          else
+            local key = KEYS[n + i]
+            -- The usual miss: nobody holds the claim; one command takes it.
+            if redis.call('SET', key, ARGV[1], 'NX', 'PX', lease) then
+              state = 1
+            else
+              local ttl = redis.call('PTTL', key)
+              if ttl == -1 or ttl > lease or redis.call('TYPE', key).ok ~= 'string' then
+                redis.call('SET', key, ARGV[1], 'PX', lease)
+                state = 1
+              elseif redis.call('GET', key) == ARGV[1] then
+                redis.call('PEXPIRE', key, lease)
+                state = 1
+              elseif ttl == -2 then
+                redis.call('SET', key, ARGV[1], 'PX', lease)
+                state = 1
+              else
+                redis.call('SET', KEYS[2 * n + i], '1', 'PX', lease)
+              end
+            end
+          end
+          reply[2 * i - 1] = entry
+          reply[2 * i] = state
+        end
+        return reply
+        """)
+
+    /// Gives back leases a lookup took that no fetch adopted.
+    package func release(_ claims: SharedPreclaim, on loop: EventLoop) {
+        guard !claims.won.isEmpty, let connection = connections[ObjectIdentifier(loop)], connection.isReady else { return }
+        release(Array(claims.won), scope: claims.scope, token: claims.token, on: connection)
+    }
+
+    /// The entries of an `MGET` reply, in `identifiers`' order.
+    private func entries(of reply: Result<RedisValue, RedisError>, identifiers: [String]) -> [SharedCacheEntry?]? {
+        switch reply {
+        case .success(.array(let values)) where values.count == identifiers.count:
+            var garbage = 0
+            var entries: [SharedCacheEntry?] = []
+            entries.reserveCapacity(values.count)
+            for (index, value) in values.enumerated() {
+                switch value {
+                case .bulk(let bytes):
+                    let entry = SharedCacheEntry(decoding: bytes, identifier: identifiers[index])
+                    if entry == nil { garbage += 1 }
+                    entries.append(entry)
+                case .null:
+                    entries.append(nil)
+                default:
+                    garbage += 1
+                    entries.append(nil)
+                }
+            }
+            if garbage > 0 {
+                metrics.recordSharedErrors(garbage)
+                log.warning("the shared tier holds entries that do not parse; they are ignored", metadata: ["count": "\(garbage)"])
+            }
+            return entries
+        case .success(let other):
+            metrics.recordSharedErrors(1)
+            log.warning("Redis answered MGET unexpectedly", metadata: ["reply": "\(Self.describe(other))"])
+            return nil
+        case .failure(let error):
+            metrics.recordSharedErrors(1)
+            log.warning("a shared-tier lookup failed; answering without it", metadata: ["error": "\(error.message)"])
+            return nil
+        }
+    }
+
+    /// Stores what an upstream success may keep, for as long as it may
+    /// answer (fresh, then its stale windows): one `SET key value PX ms`
+    /// per identifier, pipelined, not waited for.
+    package func store(_ page: SourcePage, scope: FetchScope, identifiers: [String], on loop: EventLoop) {
+        guard let maxAge = page.maxAgeSeconds, maxAge > 0, maxTTLSeconds > 0 else { return }
+        guard let connection = readyConnection(on: loop) else { return }
+        store(page, scope: scope, identifiers: identifiers, on: connection)
+    }
+
+    /// ``store(_:scope:identifiers:)`` on a connection already known ready.
+    package func store(_ page: SourcePage, scope: FetchScope, identifiers: [String], on connection: RedisConnection) {
+        guard let entries = entryArguments(page, scope: scope, identifiers: identifiers) else { return }
+        let metrics = self.metrics
+        let log = self.log
+        for index in identifiers.indices {
+            var command = RedisCommand(reservingBytes: 128 + entries.values[index].count, arguments: 5)
+            command.append("SET")
+            command.appendArgument { keys.write("v1:p:", scope, identifiers[index], to: &$0) }
+            command.append(entries.values[index])
+            command.append("PX")
+            command.append(entries.keepMilliseconds[index])
+            connection.send(command) { result in
+                switch result {
+                case .success(.status("OK")):
+                    break
+                case .success(let other):
+                    metrics.recordSharedErrors(1)
+                    log.warning("Redis refused a shared-tier store", metadata: ["reply": "\(Self.describe(other))"])
+                case .failure(let error):
+                    metrics.recordSharedErrors(1)
+                    log.warning("a shared-tier store failed", metadata: ["error": "\(error.message)"])
+                }
+            }
+        }
+    }
+
+    /// The entries of a page, as Redis arguments: each identifier's
+    /// encoded entry and how long Redis keeps it (ms).
+    package struct EntryArguments {
+        /// Each identifier's encoded entry, in order.
+        package var values: [[UInt8]] = []
+        /// How long Redis keeps each (ms).
+        package var keepMilliseconds: [Int64] = []
+    }
+
+    /// What storing `page` for `identifiers` writes (fresh, then its stale
+    /// windows); nil when the page may not be kept.
+    package func entryArguments(_ page: SourcePage, scope: FetchScope, identifiers: [String]) -> EntryArguments? {
+        guard let maxAge = page.maxAgeSeconds, maxAge > 0, maxTTLSeconds > 0 else { return nil }
+        let nowUnixMS = Self.unixMilliseconds()
+        let fresh = Int64(min(maxAge, maxTTLSeconds)) * 1000
+        // Clamped into the entry's ranges, whoever made the page (the
+        // upstream, or another replica's message).
+        let staleIfError = Self.window(page.staleIfErrorSeconds, cap: maxStaleSeconds)
+        let revalidate = Self.window(page.staleWhileRevalidateSeconds, cap: maxStaleSeconds)
+        var arguments = EntryArguments()
+        arguments.values.reserveCapacity(identifiers.count)
+        arguments.keepMilliseconds.reserveCapacity(identifiers.count)
+        for identifier in identifiers {
+            let entry = SharedCacheEntry(
+                answer: page.encodedProducts[identifier].map(ProductAnswer.product) ?? .unknown,
+                freshUntilUnixMS: nowUnixMS + fresh,
+                staleIfErrorSeconds: staleIfError,
+                revalidateSeconds: revalidate
+            )
+            arguments.values.append(entry.encoded)
+            arguments.keepMilliseconds.append(entry.keepMilliseconds(nowUnixMS: nowUnixMS))
+        }
+        return arguments
+    }
+
+    /// A stale window in the entry's range: 0 to `cap` (at most 7 days).
+    package static func window(_ seconds: Int?, cap: Int) -> Int32 {
+        Int32(clamping: min(max(seconds ?? 0, 0), cap, Int(SharedCacheEntry.windowRange.upperBound)))
+    }
+
+    package static func unixMilliseconds() -> Int64 {
+        Int64((Date().timeIntervalSince1970 * 1000).rounded(.down))
+    }
+
+    /// A reply for a log line, short and without values.
+    package static func describe(_ value: RedisValue) -> String {
+        switch value {
+        case .status(let text): "status \(text.prefix(80))"
+        case .error(let text): "error \(text.prefix(120))"
+        case .integer(let number): "integer \(number)"
+        case .bulk(let bytes): "bulk of \(bytes.count) bytes"
+        case .null: "nil"
+        case .array(let values): "array of \(values.count)"
+        }
+    }
+}
+
+/// Whether the subscriber is connected and subscribed, readable from any loop.
+package final class ReadyFlag: Sendable {
+    private let value = Atomic<Bool>(false)
+    package var isSet: Bool { value.load(ordering: .acquiring) }
+    package func set(_ ready: Bool) { value.store(ready, ordering: .releasing) }
+}
+
+/// The subscriber's ups and downs: the flag, then the common log.
+private struct SubscriberObserver: RedisConnectionObserver {
+    package let flag: ReadyFlag
+    package let inner: SharedTierObserver
+    package let waiters: SharedOutcomeWaiters
+
+    package func redisConnected(loop: String) {
+        flag.set(true)
+    }
+
+    package func redisConnectionClosed(loop: String) {
+        flag.set(false)
+    }
+
+    package func redisPasswordRefused(loop: String, _ refused: Bool) {
+        inner.redisPasswordRefused(loop: "subscriber", refused)
+    }
+
+    package func redisConnectionFailed(loop: String, message: String, wasReady: Bool) {
+        flag.set(false)
+        // Nothing published from now on reaches this replica.
+        if wasReady { waiters.subscriberLost() }
+        inner.log.warning("the shared tier's subscriber is unavailable; fetching without coalescing across replicas", metadata: [
+            "redis": "\(inner.endpoint)", "error": "\(message)",
+        ])
+    }
+}
+
+/// Logs the connections' ups and downs through the tier's rate limit.
+private struct SharedTierObserver: RedisConnectionObserver {
+    package let log: RateLimitedLog
+    package let endpoint: String
+    package let metrics: GatewayMetrics
+
+    package func redisConnected(loop: String) {
+        metrics.recordSharedTierConnections(+1)
+        log.info("connected to the shared tier", metadata: ["redis": "\(endpoint)", "loop": "\(loop)"])
+    }
+
+    package func redisConnectionClosed(loop: String) {
+        metrics.recordSharedTierConnections(-1)
+    }
+
+    package func redisPasswordRefused(loop: String, _ refused: Bool) {
+        metrics.recordSharedTierPasswordRefused(refused, loop: loop)
+    }
+
+    package func redisConnectionFailed(loop: String, message: String, wasReady: Bool) {
+        if wasReady { metrics.recordSharedTierConnections(-1) }
+        log.warning("the shared tier is unavailable; carrying on without it and reconnecting", metadata: [
+            "redis": "\(endpoint)", "loop": "\(loop)", "error": "\(message)",
+        ])
+    }
+}
+
+/// At most one line per `interval` (per level group), with the number of
+/// lines left out since the last one: Redis failing under load must not
+/// flood the log.
+package final class RateLimitedLog: Sendable {
+    private let logger: Logger
+    /// Warnings and infos are limited apart: a recovery is never held back
+    /// by the failures before it.
+    private let limits: Mutex<(warning: LogRateLimit, info: LogRateLimit)>
+
+    package init(logger: Logger, interval: Duration) {
+        self.logger = logger
+        self.limits = Mutex((LogRateLimit(interval: interval), LogRateLimit(interval: interval)))
+    }
+
+    package func warning(_ message: @autoclosure () -> String, metadata: Logger.Metadata) {
+        let now = ContinuousClock.now
+        guard let suppressed = limits.withLock({ $0.warning.permit(now: now) }) else { return }
+        var metadata = metadata
+        if suppressed > 0 { metadata["suppressed"] = .stringConvertible(suppressed) }
+        logger.warning("\(message())", metadata: metadata)
+    }
+
+    package func info(_ message: @autoclosure () -> String, metadata: Logger.Metadata) {
+        let now = ContinuousClock.now
+        guard limits.withLock({ $0.info.permit(now: now) }) != nil else { return }
+        logger.info("\(message())", metadata: metadata)
+    }
+}
+
+
+
+/// One loop's shared-tier lookups of the current turn: the first arms a
+/// flush on the loop's queue, which runs once the turn's callbacks (every
+/// request read in it) are done, and sends them as one script. Confined to
+/// its loop.
+package final class SharedLookupBatch: @unchecked Sendable {
+    // @unchecked: `asked` and `armed` are touched on `loop` only.
+    package struct Asked: Sendable {
+        package let scope: FetchScope
+        package let identifiers: [String]
+        package let completion: @Sendable (SharedTier.Lookup?) -> Void
+    }
+
+    package let loop: EventLoop
+    private var asked: [Asked] = []
+    private var armed = false
+
+    package init(loop: EventLoop) {
+        self.loop = loop
+    }
+
+    /// Adds a lookup to this turn's; `flush` gets them all when the turn
+    /// ends. False when the loop cannot run the flush (it has stopped).
+    package func add(_ lookup: Asked, flush: @escaping @Sendable ([Asked]) -> Void) -> Bool {
+        loop.preconditionInEventLoop()
+        asked.append(lookup)
+        guard !armed else { return true }
+        armed = true
+        let queued = loop.execute { [self] in
+            armed = false
+            let batch = asked
+            asked = []
+            flush(batch)
+        }
+        if !queued {
+            armed = false
+            asked.removeLast()
+        }
+        return queued
+    }
+}
