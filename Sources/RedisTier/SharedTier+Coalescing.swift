@@ -36,58 +36,21 @@ extension SharedTier {
     /// has one integer per group: 1 when any of its flags was there
     /// (publish), else 0.
     ///
-    /// The usual release (every lease still held, nobody waiting) is three
-    /// commands per group whatever its size: one MGET, one EXISTS, one DEL.
+    /// However many groups and identifiers, the claims and the wait flags
+    /// are read with one MGET each and what goes is deleted with one DEL.
     /// Lists go to commands in chunks: Lua's unpack takes at most a few
     /// thousand values, and a call may ask GATEWAY_MAX_IDS (up to 10000).
     package static let releaseScript = RedisScript("""
-        local function mget(from, count)
+        local function mget(list)
           local values = {}
-          for s = 0, count - 1, 1000 do
-            local part = redis.call('MGET', unpack(KEYS, from + s, from + math.min(s + 1000, count) - 1))
-            for k = 1, #part do values[s + k] = part[k] end
+          for s = 1, #list, 1000 do
+            local part = redis.call('MGET', unpack(list, s, math.min(s + 999, #list)))
+            for k = 1, #part do values[s + k - 1] = part[k] end
           end
           return values
         end
-        local function sum(command, list)
-          local total = 0
-          for s = 1, #list, 1000 do
-            total = total + redis.call(command, unpack(list, s, math.min(s + 999, #list)))
-          end
-          return total
-        end
-        local function release(c, n, token, hold)
-          local claims = mget(c + 1, n)
-          local ours = {}
-          for i = 1, n do
-            if claims[i] == token then ours[#ours + 1] = i end
-          end
-          if #ours == 0 then return 0 end
-          local flags = {}
-          for j = 1, #ours do flags[j] = KEYS[c + n + ours[j]] end
-          local flagged = sum('EXISTS', flags)
-          if flagged == 0 or hold <= 0 then
-            local gone = {}
-            for j = 1, #ours do gone[#gone + 1] = KEYS[c + ours[j]] end
-            if flagged > 0 then
-              for j = 1, #flags do gone[#gone + 1] = flags[j] end
-            end
-            sum('DEL', gone)
-            if flagged > 0 then return 1 end
-            return 0
-          end
-          for j = 1, #ours do
-            local i = ours[j]
-            if redis.call('DEL', KEYS[c + n + i]) == 1 then
-              redis.call('SET', KEYS[c + i], token .. ':published', 'PX', hold)
-            else
-              redis.call('DEL', KEYS[c + i])
-            end
-          end
-          return 1
-        end
-        local k, a, g = 0, 0, 0
-        local result = {}
+        local groups, claimKeys, flagKeys = {}, {}, {}
+        local k, a = 0, 0
         while a < #ARGV do
           local token, hold, n, stores = ARGV[a + 1], tonumber(ARGV[a + 2]), tonumber(ARGV[a + 3]), ARGV[a + 4] == '1'
           a = a + 4
@@ -98,9 +61,39 @@ extension SharedTier {
             k = k + n
             a = a + 2 * n
           end
-          g = g + 1
-          result[g] = release(k, n, token, hold)
+          groups[#groups + 1] = { n = n, token = token, hold = hold }
+          for i = 1, n do
+            claimKeys[#claimKeys + 1] = KEYS[k + i]
+            flagKeys[#flagKeys + 1] = KEYS[k + n + i]
+          end
           k = k + 2 * n
+        end
+        -- Every group's claims and wait flags in two reads, whatever the
+        -- number of groups; what goes is deleted in one command at the end.
+        local claims, flags = mget(claimKeys), mget(flagKeys)
+        local gone, result, base = {}, {}, 0
+        for g = 1, #groups do
+          local group, waited = groups[g], 0
+          for i = 1, group.n do
+            local j = base + i
+            if claims[j] == group.token then
+              local flagged = flags[j] ~= false
+              if flagged then
+                waited = 1
+                gone[#gone + 1] = flagKeys[j]
+              end
+              if flagged and group.hold > 0 then
+                redis.call('SET', claimKeys[j], group.token .. ':published', 'PX', group.hold)
+              else
+                gone[#gone + 1] = claimKeys[j]
+              end
+            end
+          end
+          result[g] = waited
+          base = base + group.n
+        end
+        for s = 1, #gone, 1000 do
+          redis.call('DEL', unpack(gone, s, math.min(s + 999, #gone)))
         end
         return result
         """)
