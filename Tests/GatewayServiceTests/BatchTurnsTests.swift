@@ -112,6 +112,35 @@ struct BatchTurnsTests {
         #expect(turns.waiting == 0)
     }
 
+    /// Many batches arriving at once on many threads: the queue's cap still
+    /// holds (a place is taken when the check passes, not later when the
+    /// waiter is queued), so exactly the cap waits and the rest are told
+    /// the queue is full.
+    @Test func theCapHoldsWhenBatchesArriveAtOnce() async throws {
+        let turns = BatchTurns(concurrency: 4)
+        let held = Held()
+        for name in ["a", "b", "c", "d"] { held.turns[name] = await Self.turn(turns) }
+        let outcomes = Order()
+        let arrivals = 400
+        var waiters: [Task<Void, Never>] = []
+        for _ in 0..<arrivals {
+            waiters.append(Task.detached {
+                switch await turns.begin(until: ContinuousClock.now + .seconds(3600)) {
+                case .queueFull: outcomes.append("full")
+                case .turn: outcomes.append("turn")
+                default: outcomes.append("other")
+                }
+            })
+        }
+        for _ in 0..<1_000_000 where outcomes.all.count < arrivals - turns.maxWaiting { await Task.yield() }
+        try await untilWaiting(turns, turns.maxWaiting)
+        #expect(outcomes.all.filter { $0 == "full" }.count == arrivals - turns.maxWaiting)
+        #expect(turns.waiting == turns.maxWaiting)
+        held.turns = [:]
+        for waiter in waiters { await waiter.value }
+        #expect(turns.waiting == 0)
+    }
+
     /// A wait ends at its deadline with no turn; the gauge hears it leave,
     /// and a later turn goes to whoever still waits.
     @Test func aWaitEndsAtItsDeadline() async throws {

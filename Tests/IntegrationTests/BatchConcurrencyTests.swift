@@ -95,6 +95,34 @@ struct BatchConcurrencyTests {
         }
     }
 
+    /// Many batches arriving together (in one loop turn, from many
+    /// connections) still meet the cap: exactly four wait, the rest are
+    /// told to retry.
+    @Test func batchesArrivingTogetherStillMeetTheCap() async throws {
+        let environment = ["GATEWAY_BATCH_CONCURRENCY": "1", "UPSTREAM_RETRIES": "0", "UPSTREAM_TIMEOUT_MS": "8000", "GATEWAY_REQUEST_TIMEOUT_MS": "15000"]
+        try await UpstreamScenario.run(environment: environment) { upstream, gateway in
+            let first = try await Self.holdTheTurn(upstream, gateway)
+            let answers = try await withThrowingTaskGroup(of: Int.self) { group in
+                for index in 0..<20 {
+                    group.addTask { try await gateway.rpc("[" + UpstreamScenario.request(["coins_100"], id: 10 + index) + "]").status }
+                }
+                var statuses: [Int] = []
+                // The sixteen refusals come at once; the four that wait end
+                // when the held turn does.
+                for try await status in group {
+                    statuses.append(status)
+                    if statuses.count == 16 {
+                        #expect(try await gateway.metricValue("gateway_batches_waiting") == 4)
+                    }
+                }
+                return statuses
+            }
+            #expect(answers.filter { $0 == 503 }.count == 16)
+            #expect(answers.filter { $0 == 200 }.count == 4)
+            _ = try await first.value
+        }
+    }
+
     /// The raw bytes of `POST /rpc` with `body`.
     static func post(_ body: String) -> [UInt8] {
         Array("POST /rpc HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: \(body.utf8.count)\r\n\r\n\(body)".utf8)

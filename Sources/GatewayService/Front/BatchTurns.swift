@@ -71,6 +71,9 @@ final class BatchTurns: Sendable {
         var waiting: [Waiter] = []
         var head = 0
         var nextTicket: UInt64 = 0
+        /// Batches that passed the cap and are about to queue: their
+        /// places are taken.
+        var joining = 0
 
         var waitingCount: Int { waiting.count - head }
     }
@@ -111,7 +114,10 @@ final class BatchTurns: Sendable {
                 state.free -= 1
                 return .now
             }
-            guard state.waitingCount < maxWaiting else { return .full }
+            // The place is taken now, not when the waiter is queued below:
+            // batches of other loops check the cap in between.
+            guard state.waitingCount + state.joining < maxWaiting else { return .full }
+            state.joining += 1
             state.nextTicket += 1
             return .wait(state.nextTicket)
         }
@@ -131,6 +137,7 @@ final class BatchTurns: Sendable {
                 // seen here, and one that comes after finds it queued.
                 enum Queued { case turn, cancelled, waiting }
                 let queued = state.withLock { state -> Queued in
+                    state.joining -= 1
                     if state.free > 0 {
                         state.free -= 1
                         return .turn
