@@ -245,7 +245,8 @@ def main():
         row(s3, "idle sockets: answers seen", statuses(idle))
         probes = ab3.get("probes")
         if probes:
-            text = " ".join(f"{p[1:]} {v['ok']}/{v['ok'] + sum(v['failed'].values())} (max {v['max_ms']:.0f} ms)" for p, v in probes.items())
+            text = " ".join(f"{p[1:]} {v['ok']}/{v['ok'] + sum(v['failed'].values())}" for p, v in probes.items())
+            text += f", slowest {max(v['max_ms'] for v in probes.values()):.0f} ms"
             failed = sum(sum(v["failed"].values()) for v in probes.values())
             row(s3, "admin probes: 200 / asked", text, "all 200", failed == 0 and all(v["ok"] > 0 for v in probes.values()))
         pipe = ab3.get("pipeliners")
