@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Turns bench/abuse's measurements into the table and the JSON file.
 
-Usage: abuse_report.py META_JSON PART1_FILE PART2_FILE OUT_JSON
+Usage: abuse_report.py META_JSON PART1_FILE PART2_FILE [PART3_FILE] OUT_JSON
+(a part file holding null is left out)
 Prints the table and writes OUT_JSON, plus the table beside it (.txt).
 """
 import json
@@ -110,7 +111,8 @@ def main():
     meta = json.loads(sys.argv[1])
     part1 = json.load(open(sys.argv[2]))
     part2 = json.load(open(sys.argv[3]))
-    out_path = sys.argv[4]
+    part3 = json.load(open(sys.argv[4])) if len(sys.argv) > 5 else None
+    out_path = sys.argv[-1]
     targets = meta["targets"]
     knobs = meta["knobs"]
 
@@ -120,76 +122,158 @@ def main():
         rows.append({"section": section, "check": label, "value": value, "target": target,
                      "result": None if ok is None else ("PASS" if ok else "FAIL")})
 
-    # Part 1.
-    s1 = (f"part 1: wrk {knobs['wrk_connections']} conns {knobs['wrk_seconds']}s + "
-          f"{knobs['drippers']} drippers + {knobs['idlers']} idle sockets, cap {knobs['max_connections']}, "
-          f"{knobs['gateway_workers']} worker")
-    wrk = part1["wrk"]
-    ab1 = part1["abusers"]
-    gw1 = part1["gateway"]
-    base = part1.get("wrk_baseline")
-    row(s1, "wrk alone first: req/s p50 p99",
-        f"{rate(base['rps'])}  {latency(base['p50_us'])}  {latency(base['p99_us'])}" if base else "no result")
-    row(s1, "wrk req/s", rate(wrk["rps"]) if wrk else "no result", "", None if wrk else False)
-    row(s1, "wrk p50", latency(wrk["p50_us"]) if wrk else "-")
-    p99 = wrk["p99_us"] if wrk else None
-    row(s1, "wrk p99", latency(p99), f"< {targets['p99_ms']} ms", p99 is not None and p99 < targets["p99_ms"] * 1000)
-    errors = wrk_errors(wrk)
-    detail = "" if not errors else " (" + ", ".join(f"{k} {v}" for k, v in wrk["errors"].items() if v) + ")"
-    row(s1, "wrk errors", "-" if errors is None else f"{errors}{detail}", "0", errors == 0)
-    hwm = gw1["vmhwm_kb"]
-    row(s1, "gateway peak RSS (VmHWM)", mib(hwm), f"< {targets['rss_limit_mb']} MiB",
-        bool(hwm) and hwm < targets["rss_limit_mb"] * 1024)
-    text, ok = gauge_agreement(ab1)
-    row(s1, "connections_open / held in kernel", text, "equal (±5 %)", ok if ok is not None else False)
-    established = [max(h for h in s["kernel_established"] if h is not None) for s in (ab1 or {}).get("samples", [])
-                   if s["label"] in ("load", "end of load") and any(h is not None for h in s["kernel_established"])]
-    row(s1, "kernel ESTABLISHED on the port", " ".join(map(str, established)) or "-", "(incl. accept queue)")
-    text, ok = settled(ab1)
-    row(s1, "after the abusers closed", text, "gauge = kernel", ok if ok is not None else False)
-    row(s1, "connections rejected (503)", "-" if gw1["rejected_during"] is None else str(int(gw1["rejected_during"])))
-    drip = ab1["dripper"] if ab1 else None
-    got408 = drip["answers"].get("408", 0) if drip else 0
-    row(s1, "drippers: answers seen", statuses(drip), "408s > 0, no 200", bool(drip) and got408 > 0 and not drip["answers"].get("200"))
-    row(s1, "idle sockets: answers seen", statuses(ab1["idler"] if ab1 else None))
-    row(s1, "process_open_fds / fds in /proc", fd_metric(ab1))
-    row(s1, "CPU: gateway, abuse client", f"{gw1['cpu_percent']} %, {ab1['client_cpu_percent'] if ab1 else '-'} % (of one core)")
-    text, ok = miss(ab1)
-    row(s1, "a cache miss under the load", text, "ok", ok if ok is not None else False)
-    row(s1, "gateway log lines under load", str(gw1["log_lines_during"]), "<= 10", gw1["log_lines_during"] <= 10)
-    row(s1, "gateway alive, /readyz after", f"{'yes' if gw1['alive'] else 'NO'}, {gw1['readyz_after']}", "yes, 200",
-        gw1["alive"] and gw1["readyz_after"] == "200")
+    if part1:
+        # Part 1.
+        s1 = (f"part 1: wrk {knobs['wrk_connections']} conns {knobs['wrk_seconds']}s + "
+              f"{knobs['drippers']} drippers + {knobs['idlers']} idle sockets, cap {knobs['max_connections']}, "
+              f"{knobs['gateway_workers']} worker")
+        wrk = part1["wrk"]
+        ab1 = part1["abusers"]
+        gw1 = part1["gateway"]
+        base = part1.get("wrk_baseline")
+        row(s1, "wrk alone first: req/s p50 p99",
+            f"{rate(base['rps'])}  {latency(base['p50_us'])}  {latency(base['p99_us'])}" if base else "no result")
+        row(s1, "wrk req/s", rate(wrk["rps"]) if wrk else "no result", "", None if wrk else False)
+        row(s1, "wrk p50", latency(wrk["p50_us"]) if wrk else "-")
+        p99 = wrk["p99_us"] if wrk else None
+        row(s1, "wrk p99", latency(p99), f"< {targets['p99_ms']} ms", p99 is not None and p99 < targets["p99_ms"] * 1000)
+        errors = wrk_errors(wrk)
+        detail = "" if not errors else " (" + ", ".join(f"{k} {v}" for k, v in wrk["errors"].items() if v) + ")"
+        row(s1, "wrk errors", "-" if errors is None else f"{errors}{detail}", "0", errors == 0)
+        hwm = gw1["vmhwm_kb"]
+        row(s1, "gateway peak RSS (VmHWM)", mib(hwm), f"< {targets['rss_limit_mb']} MiB",
+            bool(hwm) and hwm < targets["rss_limit_mb"] * 1024)
+        text, ok = gauge_agreement(ab1)
+        row(s1, "connections_open / held in kernel", text, "equal (±5 %)", ok if ok is not None else False)
+        established = [max(h for h in s["kernel_established"] if h is not None) for s in (ab1 or {}).get("samples", [])
+                       if s["label"] in ("load", "end of load") and any(h is not None for h in s["kernel_established"])]
+        row(s1, "kernel ESTABLISHED on the port", " ".join(map(str, established)) or "-", "(incl. accept queue)")
+        text, ok = settled(ab1)
+        row(s1, "after the abusers closed", text, "gauge = kernel", ok if ok is not None else False)
+        row(s1, "connections rejected (503)", "-" if gw1["rejected_during"] is None else str(int(gw1["rejected_during"])))
+        drip = ab1["dripper"] if ab1 else None
+        got408 = drip["answers"].get("408", 0) if drip else 0
+        row(s1, "drippers: answers seen", statuses(drip), "408s > 0, no 200", bool(drip) and got408 > 0 and not drip["answers"].get("200"))
+        row(s1, "idle sockets: answers seen", statuses(ab1["idler"] if ab1 else None))
+        row(s1, "process_open_fds / fds in /proc", fd_metric(ab1))
+        row(s1, "CPU: gateway, abuse client", f"{gw1['cpu_percent']} %, {ab1['client_cpu_percent'] if ab1 else '-'} % (of one core)")
+        text, ok = miss(ab1)
+        row(s1, "a cache miss under the load", text, "ok", ok if ok is not None else False)
+        row(s1, "gateway log lines under load", str(gw1["log_lines_during"]), "<= 10", gw1["log_lines_during"] <= 10)
+        row(s1, "gateway alive, /readyz after", f"{'yes' if gw1['alive'] else 'NO'}, {gw1['readyz_after']}", "yes, 200",
+            gw1["alive"] and gw1["readyz_after"] == "200")
 
-    # Part 2.
-    ab2 = part2["abusers"]
-    gw2 = part2["gateway"]
-    window = ab2["duration_s"] if ab2 else knobs["abuse_seconds"]
-    s2 = (f"part 2: open files {gw2['nofile']} (soft/hard), {knobs['drippers']} drippers + "
-          f"{knobs['idlers']} idle sockets, no wrk, {window:.0f}s")
-    cpu = ab2["gateway_cpu_percent"] if ab2 else None
-    row(s2, "gateway CPU (of one core)", "-" if cpu is None else f"{cpu} %", f"< {targets['cpu_limit_percent']} %",
-        cpu is not None and cpu < targets["cpu_limit_percent"])
-    # Counted from the abusers' start to their exit (settling included).
-    lines_window = gw2.get("log_window_s") or window
-    allowed = math.ceil(lines_window / 10) + 5
-    row(s2, "gateway log lines under load", f"{gw2['log_lines_during']} in {lines_window:.0f}s ({gw2['accept_warnings']} 'cannot accept')",
-        f"<= {allowed}", gw2["log_lines_during"] <= allowed)
-    text, ok = gauge_agreement(ab2)
-    row(s2, "connections_open / held in kernel", text, "equal (±5 %)", ok)
-    established = [max(h for h in s["kernel_established"] if h is not None) for s in (ab2 or {}).get("samples", [])
-                   if s["label"] in ("load", "end of load") and any(h is not None for h in s["kernel_established"])]
-    row(s2, "kernel ESTABLISHED on the port", " ".join(map(str, established)) or "-", "(incl. accept queue)")
-    text, ok = settled(ab2)
-    row(s2, "after the abusers closed", text, "gauge = kernel", ok)
-    row(s2, "process_open_fds / fds in /proc", fd_metric(ab2))
-    text, _ = miss(ab2)
-    row(s2, "a cache miss under the load", text, "(no target)")
-    row(s2, "drippers: answers seen", statuses(ab2["dripper"] if ab2 else None))
-    row(s2, "idle sockets: answers seen", statuses(ab2["idler"] if ab2 else None))
-    row(s2, "gateway alive, serves after", f"{'yes' if gw2['alive'] else 'NO'}, /readyz {gw2['readyz_after']}, "
-        f"call {'ok' if gw2['hot_call_after'] else 'FAILED'}", "yes, 200, ok",
-        gw2["alive"] and gw2["readyz_after"] == "200" and gw2["hot_call_after"])
+    if part2:
+        # Part 2.
+        ab2 = part2["abusers"]
+        gw2 = part2["gateway"]
+        window = ab2["duration_s"] if ab2 else knobs["abuse_seconds"]
+        s2 = (f"part 2: open files {gw2['nofile']} (soft/hard), {knobs['drippers']} drippers + "
+              f"{knobs['idlers']} idle sockets, no wrk, {window:.0f}s")
+        cpu = ab2["gateway_cpu_percent"] if ab2 else None
+        row(s2, "gateway CPU (of one core)", "-" if cpu is None else f"{cpu} %", f"< {targets['cpu_limit_percent']} %",
+            cpu is not None and cpu < targets["cpu_limit_percent"])
+        # Counted from the abusers' start to their exit (settling included).
+        lines_window = gw2.get("log_window_s") or window
+        allowed = math.ceil(lines_window / 10) + 5
+        row(s2, "gateway log lines under load", f"{gw2['log_lines_during']} in {lines_window:.0f}s ({gw2['accept_warnings']} 'cannot accept')",
+            f"<= {allowed}", gw2["log_lines_during"] <= allowed)
+        text, ok = gauge_agreement(ab2)
+        row(s2, "connections_open / held in kernel", text, "equal (±5 %)", ok)
+        established = [max(h for h in s["kernel_established"] if h is not None) for s in (ab2 or {}).get("samples", [])
+                       if s["label"] in ("load", "end of load") and any(h is not None for h in s["kernel_established"])]
+        row(s2, "kernel ESTABLISHED on the port", " ".join(map(str, established)) or "-", "(incl. accept queue)")
+        text, ok = settled(ab2)
+        row(s2, "after the abusers closed", text, "gauge = kernel", ok)
+        row(s2, "process_open_fds / fds in /proc", fd_metric(ab2))
+        text, _ = miss(ab2)
+        row(s2, "a cache miss under the load", text, "(no target)")
+        row(s2, "drippers: answers seen", statuses(ab2["dripper"] if ab2 else None))
+        row(s2, "idle sockets: answers seen", statuses(ab2["idler"] if ab2 else None))
+        row(s2, "gateway alive, serves after", f"{'yes' if gw2['alive'] else 'NO'}, /readyz {gw2['readyz_after']}, "
+            f"call {'ok' if gw2['hot_call_after'] else 'FAILED'}", "yes, 200, ok",
+            gw2["alive"] and gw2["readyz_after"] == "200" and gw2["hot_call_after"])
 
+    # Part 3.
+    if part3:
+        p3 = knobs.get("part3", {})
+        ab3 = part3["abusers"] or {}
+        gw3 = part3["gateway"]
+        wrk3 = part3["wrk"]
+        s3 = (f"part 3: wrk {knobs['wrk_connections']} conns {knobs['wrk_seconds']}s + all at once: {p3.get('flooders')}+{p3.get('flood_waiters')} batch flooders, "
+              f"{p3.get('slow_readers')} slow readers, {p3.get('idlers')} idle sockets (cap {knobs['max_connections']}), "
+              f"{p3.get('pipeliners')} pipeliners, Redis abuse; read timeout {p3.get('read_timeout_ms')} ms")
+        row(s3, "wrk req/s", rate(wrk3["rps"]) if wrk3 else "no result", "", None if wrk3 else False)
+        row(s3, "wrk p50", latency(wrk3["p50_us"]) if wrk3 else "-")
+        p99 = wrk3["p99_us"] if wrk3 else None
+        row(s3, "wrk p99", latency(p99), f"< {targets['p99_ms']} ms", p99 is not None and p99 < targets["p99_ms"] * 1000)
+        errors = wrk_errors(wrk3)
+        detail = "" if not errors else " (" + ", ".join(f"{k} {v}" for k, v in wrk3["errors"].items() if v) + ")"
+        row(s3, "wrk errors", "-" if errors is None else f"{errors}{detail}", "0", errors == 0)
+        batch = ab3.get("batch_client")
+        deadline = p3.get("request_timeout_ms", 5000)
+        if batch:
+            lat = batch.get("latency_ms") or {}
+            outcomes = " ".join(f"{k}:{v}" for k, v in sorted(batch["outcomes"].items()))
+            row(s3, f"normal {ab3['knobs']['batch_calls']}-call batches: answers", f"{batch['sent']} sent, {outcomes}",
+                "all answered", bool(batch["sent"]) and not batch["outcomes"].get("no answer"))
+            row(s3, "normal batches: p50 p99 max", f"{lat.get('p50')} / {lat.get('p99')} / {lat.get('max')} ms")
+            row(s3, "normal batches: later than deadline", f"{batch['late']} (max {batch['max_ms']:.0f} ms)",
+                f"0 (<= {deadline} ms)", batch["late"] == 0)
+        else:
+            row(s3, "normal batches", "no result", "all answered by the deadline", False)
+        flood = ab3.get("flood")
+        if flood:
+            answers = " ".join(f"{k}:{v}" for k, v in sorted(flood["answers"].items())) or "none"
+            queue_full = sum(v for k, v in flood["answers"].items() if k == "503 queue full")
+            row(s3, "batch flood: sent, closed at once", f"{flood['sent']}, {flood['closed_at_once']}, max wait {flood['max_wait_ms']:.0f} ms")
+            row(s3, "batch flood: answers read", answers + (f" errors:{sum(flood['errors'].values())}" if flood["errors"] else ""),
+                "503 + Retry-After", queue_full > 0 and not any("no Retry-After" in k for k in flood["answers"]))
+            waiting = ab3.get("batches_waiting_max")
+            cap = 4 * p3.get("batch_concurrency", 16)
+            row(s3, "gateway_batches_waiting, peak", "-" if waiting is None else f"{waiting:.0f}", f"<= {cap}",
+                waiting is not None and waiting <= cap)
+        slow = ab3.get("slow_readers")
+        if slow:
+            held = slow.get("held_s") or {}
+            ended = " ".join(f"{k}:{v}" for k, v in sorted(slow["ended"].items()))
+            limit_s = p3.get("read_timeout_ms", 3000) / 1000 + 1
+            row(s3, "slow readers: how they ended", ended + (f", {slow['no_answer_byte']} before an answer byte" if slow["no_answer_byte"] else ""))
+            row(s3, "slow readers: held after 1st byte", f"p50 {held.get('p50')} s, max {held.get('max')} s ({held.get('count', 0)})",
+                f"<= {limit_s:g} s", bool(held) and held["max"] <= limit_s)
+        idle = ab3.get("idlers")
+        row(s3, "idle sockets: answers seen", statuses(idle))
+        probes = ab3.get("probes")
+        if probes:
+            text = " ".join(f"{p[1:]} {v['ok']}/{v['ok'] + sum(v['failed'].values())}" for p, v in probes.items())
+            text += f", slowest {max(v['max_ms'] for v in probes.values()):.0f} ms"
+            failed = sum(sum(v["failed"].values()) for v in probes.values())
+            row(s3, "admin probes: 200 / asked", text, "all 200", failed == 0 and all(v["ok"] > 0 for v in probes.values()))
+        pipe = ab3.get("pipeliners")
+        if pipe:
+            answers = " ".join(f"{k}:{v}" for k, v in sorted(pipe["answers"].items()))
+            row(s3, "pipeliners: calls answered", f"{pipe['calls_answered']} in {pipe['rounds']} rounds of 64 KiB ({answers}), "
+                f"round max {pipe['round_max_ms']:.0f} ms" + (f", errors {pipe['errors']}" if pipe["errors"] else ""),
+                "no errors", not pipe["errors"] and pipe["rounds"] > 0)
+        redis = ab3.get("redis")
+        if redis:
+            pubs = redis["publishes"]
+            row(s3, f"Redis: {p3.get('publish_mib')} MiB PUBLISH (receivers)",
+                f"{len(pubs)}x ({' '.join(str(p['receivers']) for p in pubs)})" + (f", errors {redis['errors']}" if redis["errors"] else ""),
+                ">= 2, delivered", len(pubs) >= 2 and all(p["receivers"] >= 1 for p in pubs[:1]))
+            poisoned = ab3.get("poisoned_misses") or {}
+            outcomes = " ".join(f"{k}:{v}" for k, v in sorted(poisoned.get("outcomes", {}).items()))
+            row(s3, f"Redis: misses over {p3.get('entry_mib')} MiB entries", f"{outcomes or 'none'}, max {poisoned.get('max_ms', 0):.0f} ms, "
+                f"answer <= {poisoned.get('max_answer_bytes', 0)} B (+{redis['hot_entries_set']} hot keys)",
+                "ok, small", bool(poisoned.get("calls")) and outcomes == f"ok:{poisoned['calls']}" and poisoned["max_answer_bytes"] < 65536)
+        hwm = gw3["vmhwm_kb"]
+        row(s3, "gateway peak RSS (VmHWM)", f"{mib(hwm)} (sampled max {mib(ab3.get('rss_max_kb'))})", f"< {targets['rss_limit_mb']} MiB",
+            bool(hwm) and hwm < targets["rss_limit_mb"] * 1024)
+        row(s3, "CPU: gateway, abuse client", f"{gw3.get('cpu_percent_wrk_window', '-')} %, {ab3.get('client_cpu_percent', '-')} % (of one core)")
+        row(s3, "gateway log lines under load", str(gw3["log_lines_during"]))
+        row(s3, "gateway alive, serves after", f"{'yes' if gw3['alive'] else 'NO'}, /readyz {gw3['readyz_after']}, "
+            f"call {'ok' if gw3['hot_call_after'] else 'FAILED'}", "yes, 200, ok",
+            gw3["alive"] and gw3["readyz_after"] == "200" and gw3["hot_call_after"])
     lines = [f"bench/abuse ({meta['mode']}, commit {meta['commit']}{'+' if meta['dirty'] else ''}, "
              f"load {meta['loadavg_start']} -> {meta['loadavg_end']})"]
     width = max(len(r["check"]) for r in rows) + 2
@@ -214,7 +298,7 @@ def main():
     print(table)
 
     with open(out_path, "w") as out:
-        json.dump({"meta": meta, "checks": rows, "part1": part1, "part2": part2}, out, indent=1)
+        json.dump({"meta": meta, "checks": rows, "part1": part1, "part2": part2, "part3": part3}, out, indent=1)
         out.write("\n")
     with open(os.path.splitext(out_path)[0] + ".txt", "w") as out:
         out.write(table + "\n")
