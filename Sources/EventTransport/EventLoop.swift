@@ -51,6 +51,10 @@ public final class EventLoop: @unchecked Sendable {
     package let base: OpaquePointer
     private let wakeFD: Int32
     private var wakeEvent: OpaquePointer?
+    /// A timer of zero delay that resumes a drain cut short by its budget:
+    /// unlike `event_active`, a timer runs after the loop has polled its
+    /// sockets again, so requests read meanwhile are answered first.
+    private var resumeEvent: OpaquePointer?
     private let pending = Mutex(PendingWork())
     /// The loop thread's own queue and drain buffer; touched only there.
     private var local = LocalWork()
@@ -111,9 +115,11 @@ public final class EventLoop: @unchecked Sendable {
         // which frees the event, the eventfd and the base: no freeing here.
         self.wakeEvent = try CCheck.pointer(event, "event_new")
         try CCheck.libevent(event_add(event, nil), "event_add")
+        self.resumeEvent = try CCheck.pointer(event_new(base, -1, 0, eventLoopResumeCallback, context), "event_new")
     }
 
     deinit {
+        if let resumeEvent { event_free(resumeEvent) }
         if let wakeEvent { event_free(wakeEvent) }
         close(wakeFD)
         event_base_free(base)
@@ -199,11 +205,11 @@ public final class EventLoop: @unchecked Sendable {
         }
         // Work queued while stopping still runs, so no continuation is lost;
         // later submissions are refused.
-        drainQueue()
+        drainQueue(budget: nil)
         pending.withLock { $0.stopped = true }
         local.stopped = true
         hasStopped.store(true, ordering: .releasing)
-        drainQueue()
+        drainQueue(budget: nil)
         pthread_setspecific(currentLoopKey, nil)
         finished.signal()
     }
@@ -245,7 +251,18 @@ public final class EventLoop: @unchecked Sendable {
         finished.wait()
     }
 
-    fileprivate func drainQueue() {
+    /// How long one drain runs queued work before the loop polls its
+    /// sockets again. Work queued on the loop (a batch's calls and its
+    /// answer, flushes, tasks' jobs) could otherwise hold it for as long as
+    /// there is any: under a flood of large batches, single calls read by
+    /// the same loop waited hundreds of milliseconds for their turn.
+    static let drainBudget = Duration.milliseconds(2)
+
+    /// Runs queued work in submission order: all of it when `budget` is
+    /// nil (at shutdown), else until it has run `budget` and more is
+    /// waiting; the rest then resumes on a zero-delay timer, after the
+    /// loop has polled its sockets.
+    fileprivate func drainQueue(budget: Duration? = drainBudget) {
         let signalled = pending.withLock { state in
             let was = state.eventfdSignalled
             state.eventfdSignalled = false
@@ -255,7 +272,9 @@ public final class EventLoop: @unchecked Sendable {
         // Work submitted while draining (by the work itself) is picked up by
         // this loop, not by another activation.
         local.wakeRequested = true
-        defer { local.wakeRequested = false }
+        var resumesLater = false
+        defer { if !resumesLater { local.wakeRequested = false } }
+        let deadline = budget.map { ContinuousClock.now + $0 }
         while true {
             var batch: [Work]
             if !local.items.isEmpty {
@@ -281,6 +300,7 @@ public final class EventLoop: @unchecked Sendable {
             }
             // No access to `local` is held while work runs: work submits.
             local.spare = []
+            var ran = 0
             for work in batch {
                 switch work {
                 case .closure(let closure):
@@ -288,11 +308,27 @@ public final class EventLoop: @unchecked Sendable {
                 case .job(let job):
                     job.runSynchronously(isolatedTo: asUnownedSerialExecutor(), taskExecutor: asUnownedTaskExecutor())
                 }
+                ran += 1
+                if let deadline, ran < batch.count, ContinuousClock.now >= deadline {
+                    // The rest goes first next time, before anything
+                    // submitted since: submission order is kept.
+                    local.items = Array(batch[ran...]) + local.items
+                    resumesLater = true
+                    var now = timeval(tv_sec: 0, tv_usec: 0)
+                    event_add(resumeEvent, &now)
+                    return
+                }
             }
             // The batch's storage is kept for the next swap: draining
             // allocates nothing once the arrays have grown.
             batch.removeAll(keepingCapacity: true)
             local.spare = batch
+            if let deadline, ContinuousClock.now >= deadline, !local.items.isEmpty || pending.withLock({ !$0.items.isEmpty }) {
+                resumesLater = true
+                var now = timeval(tv_sec: 0, tv_usec: 0)
+                event_add(resumeEvent, &now)
+                return
+            }
         }
     }
 }
@@ -411,6 +447,11 @@ private func loopTimerCallback(_ fd: Int32, _ what: Int16, _ context: UnsafeMuta
 
 private func eventLoopWakeCallback(_ fd: Int32, _ what: Int16, _ context: UnsafeMutableRawPointer?) {
     guard let context else { preconditionFailure("event loop wake-up without its loop") }
+    Unmanaged<EventLoop>.fromOpaque(context).takeUnretainedValue().drainQueue()
+}
+
+private func eventLoopResumeCallback(_ fd: Int32, _ what: Int16, _ context: UnsafeMutableRawPointer?) {
+    guard let context else { preconditionFailure("event loop resume without its loop") }
     Unmanaged<EventLoop>.fromOpaque(context).takeUnretainedValue().drainQueue()
 }
 

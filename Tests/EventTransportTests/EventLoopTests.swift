@@ -50,6 +50,34 @@ final class EventLoopTests {
         #expect(threads == [true, true, true, true])
     }
 
+    /// Queued work does not hold the loop: a drain runs for its budget,
+    /// then the loop polls again (timers and sockets) before the rest, in
+    /// the same order.
+    @Test func longQueuedWorkLetsTheLoopPollBetweenDrains() async {
+        let loop = self.loop
+        let order = Mutex<[String]>([])
+        await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
+            loop.execute {
+                // Twenty pieces of 3 ms each, queued from the loop itself,
+                // and a timer due at once.
+                for index in 0..<20 {
+                    loop.execute {
+                        let end = ContinuousClock.now + .milliseconds(3)
+                        while ContinuousClock.now < end {}
+                        order.withLock { $0.append("work \(index)") }
+                        if index == 19 { done.resume() }
+                    }
+                }
+                _ = loop.scheduleTimer(after: .zero) { order.withLock { $0.append("timer") } }
+            }
+        }
+        let seen = order.withLock { $0 }
+        #expect(seen.filter { $0.hasPrefix("work") } == (0..<20).map { "work \($0)" })
+        // Without a budget all 60 ms of work ran first.
+        let timerAt = seen.firstIndex(of: "timer") ?? seen.count
+        #expect(timerAt < 5, "\(seen)")
+    }
+
     @Test func aTimerFiresOnceAndACancelledTimerNever() async {
         let loop = self.loop
         let fired = await Task(executorPreference: loop) { () -> [String] in
