@@ -258,6 +258,16 @@ public final class EventLoop: @unchecked Sendable {
     /// the same loop waited hundreds of milliseconds for their turn.
     static let drainBudget = Duration.milliseconds(2)
 
+    /// Arms the zero-delay timer that resumes a drain cut short. Should
+    /// libevent refuse it, the wake event runs the rest instead (in this
+    /// pass, without a poll first): late, never lost.
+    private func resumeSoon() {
+        var now = timeval(tv_sec: 0, tv_usec: 0)
+        if event_add(resumeEvent, &now) != 0 {
+            event_active(wakeEvent, Int32(EV_READ), 0)
+        }
+    }
+
     /// Runs queued work in submission order: all of it when `budget` is
     /// nil (at shutdown), else until it has run `budget` and more is
     /// waiting; the rest then resumes on a zero-delay timer, after the
@@ -314,8 +324,7 @@ public final class EventLoop: @unchecked Sendable {
                     // submitted since: submission order is kept.
                     local.items = Array(batch[ran...]) + local.items
                     resumesLater = true
-                    var now = timeval(tv_sec: 0, tv_usec: 0)
-                    event_add(resumeEvent, &now)
+                    resumeSoon()
                     return
                 }
             }
@@ -325,8 +334,7 @@ public final class EventLoop: @unchecked Sendable {
             local.spare = batch
             if let deadline, ContinuousClock.now >= deadline, !local.items.isEmpty || pending.withLock({ !$0.items.isEmpty }) {
                 resumesLater = true
-                var now = timeval(tv_sec: 0, tv_usec: 0)
-                event_add(resumeEvent, &now)
+                resumeSoon()
                 return
             }
         }
