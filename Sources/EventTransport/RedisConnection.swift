@@ -146,11 +146,85 @@ public final class RedisConnection: @unchecked Sendable {
         }
     }
 
+    /// Sends several commands as one transaction: `MULTI`, each command,
+    /// `EXEC`. `commands` holds every command's arguments one after the
+    /// other and `argumentCounts` how many each has (the name included).
+    /// `completion` runs once, on `loop`, with `EXEC`'s reply: one element
+    /// per command, or an error. The replies to `MULTI` and to the queued
+    /// commands are read and dropped by hiredis, with no callback.
+    ///
+    /// The commands are written in the protocol's form into one buffer
+    /// here, so hiredis copies them, with no formatting of its own.
+    public func transaction(_ commands: RedisCommand, argumentCounts: [Int], completion: @escaping Completion) {
+        loop.preconditionInEventLoop()
+        guard state == .ready, onMessage == nil, let context else {
+            completion(.failure(RedisError(.notConnected, "no Redis connection is ready")))
+            return
+        }
+        precondition(argumentCounts.reduce(0, +) == commands.count, "argument counts that add up to the command's")
+        var wire = Array("*1\r\n$5\r\nMULTI\r\n".utf8)
+        wire.reserveCapacity(commands.bytes.count + 16 * commands.count + 32)
+        var ends = [wire.count]
+        ends.reserveCapacity(argumentCounts.count + 1)
+        var argument = 0
+        var offset = 0
+        for count in argumentCounts {
+            wire.append(UInt8(ascii: "*"))
+            Self.appendDecimal(count, to: &wire)
+            for _ in 0 ..< count {
+                let length = commands.lengths[argument]
+                wire.append(contentsOf: [UInt8(ascii: "\r"), UInt8(ascii: "\n"), UInt8(ascii: "$")])
+                Self.appendDecimal(length, to: &wire)
+                wire.append(contentsOf: [UInt8(ascii: "\r"), UInt8(ascii: "\n")])
+                wire.append(contentsOf: commands.bytes[offset ..< offset + length])
+                offset += length
+                argument += 1
+            }
+            wire.append(contentsOf: [UInt8(ascii: "\r"), UInt8(ascii: "\n")])
+            ends.append(wire.count)
+        }
+        let sequence = nextSequence
+        nextSequence &+= 1
+        if nextSequence == 0 { nextSequence = 1 }
+        let queued = wire.withUnsafeBufferPointer { buffer -> Bool in
+            let base = UnsafeRawPointer(buffer.baseAddress!).assumingMemoryBound(to: CChar.self)
+            var start = 0
+            for end in ends {
+                guard redisAsyncFormattedCommand(context, nil, nil, base + start, end - start) == REDIS_OK else { return false }
+                start = end
+            }
+            return redisAsyncFormattedCommand(
+                context, redisReplyCallback, UnsafeMutableRawPointer(bitPattern: sequence), Self.exec, Self.exec.count
+            ) == REDIS_OK
+        }
+        guard queued else {
+            completion(.failure(RedisError(.disconnected, "hiredis refused the command")))
+            return
+        }
+        track(sequence: sequence, deadline: .now + endpoint.commandTimeout, isHandshake: false, completion: completion)
+    }
+
+    private static let exec: [CChar] = Array("*1\r\n$4\r\nEXEC\r\n".utf8).map { CChar(bitPattern: $0) }
+
+    private static func appendDecimal(_ value: Int, to bytes: inout [UInt8]) {
+        if value < 10 {
+            bytes.append(UInt8(ascii: "0") + UInt8(value))
+            return
+        }
+        bytes.append(contentsOf: String(value).utf8)
+    }
+
     private func enqueue(_ command: RedisCommand, on context: UnsafeMutablePointer<redisAsyncContext>, deadline: ContinuousClock.Instant, isHandshake: Bool, completion: @escaping Completion) -> Bool {
         let sequence = nextSequence
         nextSequence &+= 1
         if nextSequence == 0 { nextSequence = 1 }
         guard Self.submit(command, to: context, sequence: sequence) else { return false }
+        track(sequence: sequence, deadline: deadline, isHandshake: isHandshake, completion: completion)
+        return true
+    }
+
+    /// Records a command sent: its reply is the next after those before it.
+    private func track(sequence: UInt, deadline: ContinuousClock.Instant, isHandshake: Bool, completion: @escaping Completion) {
         pending.append(Pending(sequence: sequence, deadline: deadline, isHandshake: isHandshake, completion: completion))
         // A command's deadline may come before the one the timer watches
         // (the handshake's, a second or more, right after a reconnect):
@@ -159,7 +233,6 @@ public final class RedisConnection: @unchecked Sendable {
             deadlineTimer?.cancel()
             armDeadline(at: deadline)
         }
-        return true
     }
 
     /// `redisAsyncCommandArgv` with binary-safe arguments, pointing into

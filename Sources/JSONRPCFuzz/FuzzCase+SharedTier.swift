@@ -73,6 +73,11 @@ extension FuzzCase {
     private func checkEntry(_ bytes: [UInt8]) {
         let read = SharedCacheEntry(decoding: bytes, identifier: Self.entryIdentifier)
         let reference = Self.referenceEntry(bytes, identifier: Self.entryIdentifier)
+        // What an entry key holds is an entry, a lease, or neither: never
+        // both, and a lease of any token never reads as an entry.
+        require(!(read != nil && SharedLease.isLease(bytes)), "a lease was read as an entry: \(Self.shown(bytes))")
+        let lease = SharedLease.value(token: String(decoding: bytes.prefix(64), as: UTF8.self))
+        require(SharedCacheEntry(decoding: lease, identifier: Self.entryIdentifier) == nil, "a lease was read as an entry: \(Self.shown(lease))")
         if let read {
             // Near the depth limit the reference does not decide.
             if let reference { require(read == reference, "an entry was read other than its format says: \(Self.shown(bytes))") }

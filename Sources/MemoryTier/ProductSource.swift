@@ -179,20 +179,17 @@ package struct SharedPreclaim: Sendable {
     package let scope: FetchScope
     /// Leases this token holds.
     package var won: Set<String> = []
-    /// Identifiers another replica holds a lease on.
-    package var held: Set<String> = []
 
-    package init(token: String, scope: FetchScope, won: Set<String> = [], held: Set<String> = []) {
+    package init(token: String, scope: FetchScope, won: Set<String> = []) {
         self.token = token
         self.scope = scope
         self.won = won
-        self.held = held
     }
 
     /// Whether these are leases won on exactly `identifiers` (distinct),
     /// none held elsewhere: the fetch owns every identifier it asks.
     package func ownsAll(of identifiers: [String]) -> Bool {
-        held.isEmpty && won.count == identifiers.count && identifiers.allSatisfy(won.contains)
+        won.count == identifiers.count && identifiers.allSatisfy(won.contains)
     }
 
     /// The part of these leases that `identifiers` adopt.
@@ -202,8 +199,7 @@ package struct SharedPreclaim: Sendable {
         var part = SharedPreclaim(token: token, scope: scope)
         for identifier in identifiers {
             if won.contains(identifier) { part.won.insert(identifier) }
-            if held.contains(identifier) { part.held.insert(identifier) }
         }
-        return part.won.isEmpty && part.held.isEmpty ? nil : part
+        return part.won.isEmpty ? nil : part
     }
 }

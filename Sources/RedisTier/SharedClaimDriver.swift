@@ -26,6 +26,9 @@ package final class SharedClaimDriver: @unchecked Sendable {
     /// While this replica fetches under its lease: the next renewal.
     private var renewalTimer: LoopTimer?
     private var completion: (@Sendable (Outcome) -> Void)?
+    /// Identifiers claimed in their claim keys (their entry keys hold a
+    /// stale entry); every other claim is a lease in the entry key.
+    private var claimedInClaimKeys: Set<String> = []
     /// Whether the driver hears other replicas' messages: only when it
     /// claims or waits for anything (a fetch whose lookup won every lease,
     /// the usual miss, needs none).
@@ -42,7 +45,7 @@ package final class SharedClaimDriver: @unchecked Sendable {
         self.token = request.preclaim?.token ?? tier.makeClaimToken()
         self.machine = SharedClaimStateMachine(
             identifiers: request.identifiers, deadline: request.deadline, poll: SharedTier.poll,
-            won: request.preclaim?.won ?? [], held: request.preclaim?.held ?? []
+            won: request.preclaim?.won ?? []
         )
     }
 
@@ -84,6 +87,7 @@ package final class SharedClaimDriver: @unchecked Sendable {
             case .claim(let identifiers):
                 tier.claim(identifiers, scope: request.scope, token: token, on: connection) { [self] reply in
                     if let reply {
+                        claimedInClaimKeys.formUnion(reply.wonInClaimKeys)
                         perform(machine.claimed(identifiers, won: reply.won, entries: reply.entries, now: .now))
                     } else {
                         // Redis stalled or failed: what is waited for could
@@ -104,9 +108,13 @@ package final class SharedClaimDriver: @unchecked Sendable {
                     }
                 }
             case .publish(let identifiers, let outcome):
-                tier.publish(identifiers, outcome: outcome, scope: request.scope, token: token, on: connection)
+                for part in byClaimPlace(identifiers) {
+                    tier.publish(part.identifiers, outcome: outcome, scope: request.scope, token: token, on: connection, leasesInEntryKeys: part.leasesInEntryKeys)
+                }
             case .release(let identifiers):
-                tier.releaseAndAnnounce(identifiers, scope: request.scope, token: token, on: connection)
+                for part in byClaimPlace(identifiers) {
+                    tier.releaseAndAnnounce(part.identifiers, scope: request.scope, token: token, on: connection, leasesInEntryKeys: part.leasesInEntryKeys)
+                }
             case .waitUntil(let deadline):
                 pollTimer?.cancel()
                 pollTimer = loop.scheduleTimer(at: deadline) { [self] in
@@ -141,9 +149,23 @@ package final class SharedClaimDriver: @unchecked Sendable {
             renewalTimer = nil
             let leased = machine.leased
             guard !leased.isEmpty, !machine.isFinished else { return }
-            tier.renew(leased, scope: request.scope, token: token, on: connection)
+            for part in byClaimPlace(leased) {
+                tier.renew(part.identifiers, scope: request.scope, token: token, on: connection, leasesInEntryKeys: part.leasesInEntryKeys)
+            }
             armRenewal()
         }
+    }
+
+    /// `identifiers` split by where their claims are: leases in the entry
+    /// keys, then the claim keys; no empty part.
+    private func byClaimPlace(_ identifiers: [String]) -> [(identifiers: [String], leasesInEntryKeys: Bool)] {
+        guard !claimedInClaimKeys.isEmpty else { return [(identifiers, true)] }
+        var leases: [String] = []
+        var claims: [String] = []
+        for identifier in identifiers {
+            if claimedInClaimKeys.contains(identifier) { claims.append(identifier) } else { leases.append(identifier) }
+        }
+        return [(leases, true), (claims, false)].filter { !$0.identifiers.isEmpty }
     }
 
     /// One outcome from the parts: the most severe failure if any failed,
@@ -253,7 +275,7 @@ private final class LeasedFetch: @unchecked Sendable {
             let finish: @Sendable () -> Void = { [self] in
                 renewalTimer?.cancel()
                 renewalTimer = nil
-                tier.publish(request.identifiers, outcome: outcome, scope: request.scope, token: token, on: connection)
+                tier.publish(request.identifiers, outcome: outcome, scope: request.scope, token: token, on: connection, leasesInEntryKeys: true)
                 completion(outcome)
             }
             if loop.inEventLoop { finish() } else if !loop.execute(finish) { completion(outcome) }
@@ -263,7 +285,7 @@ private final class LeasedFetch: @unchecked Sendable {
     private func armRenewal() {
         renewalTimer = loop.scheduleTimer(after: SharedTier.renewal) { [self] in
             guard renewalTimer != nil else { return }
-            tier.renew(request.identifiers, scope: request.scope, token: token, on: connection)
+            tier.renew(request.identifiers, scope: request.scope, token: token, on: connection, leasesInEntryKeys: true)
             armRenewal()
         }
     }

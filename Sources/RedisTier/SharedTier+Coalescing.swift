@@ -14,27 +14,34 @@ extension SharedTier {
     package struct ClaimReply {
         /// Claims this replica won.
         package var won: Set<String>
+        /// Those of `won` whose claim is in the claim key, not a lease in
+        /// the entry key: their entry key holds an entry (a stale one).
+        package var wonInClaimKeys: Set<String> = []
         /// Fresh entries found, as a page, with their identifiers.
         package var entries: (page: SourcePage, identifiers: Set<String>)?
     }
 
     /// Releases (and stores) for any number of fetches, in groups, one
-    /// after the other. For each group, `ARGV` holds its token, its hold
-    /// (ms), its identifier count `n` and whether it stores (`1`), then,
-    /// when it does, each entry's value and time to keep (ms); `KEYS` holds,
-    /// in the same order, its `n` entry keys when it stores, then its `n`
-    /// claims and their `n` wait flags.
+    /// after the other. For each group, `ARGV` holds the claim value its
+    /// token wrote, its hold (ms), its identifier count `n`, whether it
+    /// stores (`1`) and where its claims are (`p`: leases in the entry
+    /// keys, ``SharedLease``; `c`: the claim keys), then, when it stores,
+    /// each entry's value and time to keep (ms). `KEYS` holds, in the same
+    /// order: for claims in the claim keys, its `n` entry keys when it
+    /// stores, then its `n` claims; for leases, its `n` entry keys (the
+    /// claims themselves); then its `n` wait flags.
     ///
-    /// A group stores its entries first (they are its replica's answer,
-    /// whoever holds the claims now), then releases the claims its token
-    /// still holds (a claim that lapsed and was taken over is not its to
-    /// release): it deletes their wait flags, and the claims, unless a
-    /// replica waited and the hold is above 0: then a claim is held that
-    /// long more, so the waiter, which would otherwise find neither the
-    /// claim nor (for a failure) an entry at its next look, gets the
-    /// outcome about to be published instead of fetching again. The reply
-    /// has one integer per group: 1 when any of its flags was there
-    /// (publish), else 0.
+    /// A group reads its claims and flags first, then stores its entries
+    /// (they are its replica's answer, whoever holds the claims now; a
+    /// lease in the entry key is replaced by its entry), then releases the
+    /// claims its token still holds (a claim that lapsed and was taken over
+    /// is not its to release): it deletes their wait flags, and the claims,
+    /// unless a replica waited and the hold is above 0: then a claim is
+    /// held that long more, so the waiter, which would otherwise find
+    /// neither the claim nor (for a failure) an entry at its next look,
+    /// gets the outcome about to be published instead of fetching again.
+    /// The reply has one integer per group: 1 when any of its flags was
+    /// there (publish), else 0.
     ///
     /// However many groups and identifiers, the claims and the wait flags
     /// are read with one MGET each and what goes is deleted with one DEL.
@@ -52,36 +59,43 @@ extension SharedTier {
         local groups, claimKeys, flagKeys = {}, {}, {}
         local k, a = 0, 0
         while a < #ARGV do
-          local token, hold, n, stores = ARGV[a + 1], tonumber(ARGV[a + 2]), tonumber(ARGV[a + 3]), ARGV[a + 4] == '1'
-          a = a + 4
+          local group = {
+            token = ARGV[a + 1], hold = tonumber(ARGV[a + 2]), n = tonumber(ARGV[a + 3]),
+            inEntry = ARGV[a + 5] == 'p', base = #claimKeys, entries = k
+          }
+          local stores, n = ARGV[a + 4] == '1', group.n
+          a = a + 5
           if stores then
-            for i = 1, n do
-              redis.call('SET', KEYS[k + i], ARGV[a + 2 * i - 1], 'PX', ARGV[a + 2 * i])
-            end
-            k = k + n
+            group.values = a
             a = a + 2 * n
+            if not group.inEntry then k = k + n end
           end
-          groups[#groups + 1] = { n = n, token = token, hold = hold }
           for i = 1, n do
             claimKeys[#claimKeys + 1] = KEYS[k + i]
             flagKeys[#flagKeys + 1] = KEYS[k + n + i]
           end
           k = k + 2 * n
+          groups[#groups + 1] = group
         end
         -- Every group's claims and wait flags in two reads, whatever the
         -- number of groups; what goes is deleted in one command at the end.
         local claims, flags = mget(claimKeys), mget(flagKeys)
-        local gone, result, base = {}, {}, 0
+        local gone, result = {}, {}
         for g = 1, #groups do
           local group, waited = groups[g], 0
           for i = 1, group.n do
-            local j = base + i
-            if claims[j] == group.token then
-              local flagged = flags[j] ~= false
-              if flagged then
-                waited = 1
-                gone[#gone + 1] = flagKeys[j]
-              end
+            local j = group.base + i
+            local ours = claims[j] == group.token
+            local flagged = ours and flags[j] ~= false
+            if flagged then
+              waited = 1
+              gone[#gone + 1] = flagKeys[j]
+            end
+            if group.values then
+              redis.call('SET', KEYS[group.entries + i], ARGV[group.values + 2 * i - 1], 'PX', ARGV[group.values + 2 * i])
+            end
+            -- A lease in the entry key that an entry replaced is gone already.
+            if ours and not (group.inEntry and group.values) then
               if flagged and group.hold > 0 then
                 redis.call('SET', claimKeys[j], group.token .. ':published', 'PX', group.hold)
               else
@@ -90,7 +104,6 @@ extension SharedTier {
             end
           end
           result[g] = waited
-          base = base + group.n
         end
         for s = 1, #gone, 1000 do
           redis.call('DEL', unpack(gone, s, math.min(s + 999, #gone)))
@@ -102,30 +115,59 @@ extension SharedTier {
     /// to the replicas that wait for it.
     package static let publishHold = Duration.milliseconds(250)
 
-    /// For each identifier `i` of `n` (`KEYS[i]` its claim, `KEYS[n+i]` its
-    /// wait flag): takes a lease of `ARGV[2]` ms for `ARGV[1]` on the claim
-    /// when it is free, holds no expiry, or holds a longer one than a lease
-    /// (no replica writes such a claim: it is ignored, and taken); renews
-    /// it when it already holds `ARGV[1]`; else another replica holds it,
-    /// and the wait flag says someone waits for its outcome (for a lease's
-    /// time: a waiter sets it again at every look). One integer per
-    /// identifier: 1 when this token holds the lease now, else 0.
+    /// For each identifier `i` of `n` (`KEYS[i]` its claim key, `KEYS[n+i]`
+    /// its wait flag, `KEYS[2n+i]` its entry key), with `ARGV[1]` the
+    /// token, `ARGV[2]` a lease (ms) and `ARGV[3]` the token's lease value
+    /// (``SharedLease``), one integer:
+    /// - no entry (or a key that is not a string, or bytes that are
+    ///   neither an entry nor a lease): the lease goes into the entry key,
+    ///   where the fetch's entry will replace it (1);
+    /// - this token's lease there: renewed (1);
+    /// - another replica's lease there: held (0), and the wait flag says
+    ///   someone waits for its outcome (for a lease's time: a waiter sets it
+    ///   again at every look); unless its time left is longer than a lease
+    ///   (no replica writes such a lease): then it is taken over (1);
+    /// - an entry (one not fresh enough, or the lookup would have answered
+    ///   from it): the entry stays for stale answers, and the claim key is
+    ///   claimed: taken when free, without expiry, with a longer expiry than
+    ///   a lease, or not a string (2); renewed when it holds the token (2);
+    ///   else held (0), with the wait flag set.
     package static let claimScript = RedisScript("""
-        local n = #KEYS / 2
+        local n = #KEYS / 3
         local lease = tonumber(ARGV[2])
         local won = {}
         for i = 1, n do
-          local key = KEYS[i]
-          local ttl = redis.call('PTTL', key)
-          if ttl == -2 or ttl == -1 or ttl > lease or redis.call('TYPE', key).ok ~= 'string' then
-            redis.call('SET', key, ARGV[1], 'PX', lease)
+          local entryKey, flag = KEYS[2 * n + i], KEYS[n + i]
+          local value = redis.pcall('GET', entryKey)
+          local head = type(value) == 'string' and string.sub(value, 1, 4) or nil
+          if head == nil or (head ~= 'OGW1' and head ~= 'OGC1') then
+            redis.call('SET', entryKey, ARGV[3], 'PX', lease)
             won[i] = 1
-          elseif redis.call('GET', key) == ARGV[1] then
-            redis.call('PEXPIRE', key, lease)
+          elseif value == ARGV[3] then
+            redis.call('PEXPIRE', entryKey, lease)
             won[i] = 1
+          elseif head == 'OGC1' then
+            local ttl = redis.call('PTTL', entryKey)
+            if ttl == -1 or ttl > lease then
+              redis.call('SET', entryKey, ARGV[3], 'PX', lease)
+              won[i] = 1
+            else
+              redis.call('SET', flag, '1', 'PX', lease)
+              won[i] = 0
+            end
           else
-            redis.call('SET', KEYS[n + i], '1', 'PX', lease)
-            won[i] = 0
+            local key = KEYS[i]
+            local ttl = redis.call('PTTL', key)
+            if ttl == -2 or ttl == -1 or ttl > lease or redis.call('TYPE', key).ok ~= 'string' then
+              redis.call('SET', key, ARGV[1], 'PX', lease)
+              won[i] = 2
+            elseif redis.call('GET', key) == ARGV[1] then
+              redis.call('PEXPIRE', key, lease)
+              won[i] = 2
+            else
+              redis.call('SET', flag, '1', 'PX', lease)
+              won[i] = 0
+            end
           end
         end
         return won
@@ -154,19 +196,25 @@ extension SharedTier {
                   case .array(let claims) = replies[0], claims.count == identifiers.count,
                   case .array(let values) = replies[1], values.count == identifiers.count else {
                 metrics.recordSharedErrors(1)
-                // The script may have run, whatever came back.
-                self.release(identifiers, scope: scope, token: token, on: connection)
+                // The script may have run, whatever came back: both places.
+                self.release(identifiers, scope: scope, token: token, on: connection, leasesInEntryKeys: true)
+                self.release(identifiers, scope: scope, token: token, on: connection, leasesInEntryKeys: false)
                 completion(nil)
                 return
             }
             var won = Set<String>()
+            var wonInClaimKeys = Set<String>()
             for (index, identifier) in identifiers.enumerated() {
                 switch claims[index] {
                 case .integer(1): won.insert(identifier)
+                case .integer(2):
+                    won.insert(identifier)
+                    wonInClaimKeys.insert(identifier)
                 case .integer(0): break
                 default:
                     metrics.recordSharedErrors(1)
-                    self.release(identifiers, scope: scope, token: token, on: connection)
+                    self.release(identifiers, scope: scope, token: token, on: connection, leasesInEntryKeys: true)
+                    self.release(identifiers, scope: scope, token: token, on: connection, leasesInEntryKeys: false)
                     completion(nil)
                     return
                 }
@@ -178,7 +226,7 @@ extension SharedTier {
             var staleIfError = Int32.max
             var revalidate = Int32.max
             for (index, value) in values.enumerated() {
-                guard let bytes = value.bytes else { continue }
+                guard let bytes = value.bytes, !SharedLease.isLease(bytes) else { continue }
                 // Garbage is counted by the lookup every claim follows.
                 guard let entry = SharedCacheEntry(decoding: bytes, identifier: identifiers[index]) else { continue }
                 let left = entry.freshFor(nowUnixMS: nowUnixMS, cap: freshCap).milliseconds
@@ -196,13 +244,14 @@ extension SharedTier {
                 ),
                 identifiers: found
             )
-            completion(ClaimReply(won: won, entries: entries))
+            completion(ClaimReply(won: won, wonInClaimKeys: wonInClaimKeys, entries: entries))
         }
         var claimKeys: [[UInt8]] = []
-        claimKeys.reserveCapacity(2 * identifiers.count)
+        claimKeys.reserveCapacity(3 * identifiers.count)
         for identifier in identifiers { claimKeys.append(keys.claim(scope, identifier)) }
         for identifier in identifiers { claimKeys.append(keys.wait(scope, identifier)) }
-        connection.eval(Self.claimScript, keys: claimKeys, arguments: [tokenBytes, lease]) { result in
+        for identifier in identifiers { claimKeys.append(keys.entry(scope, identifier)) }
+        connection.eval(Self.claimScript, keys: claimKeys, arguments: [tokenBytes, lease, SharedLease.value(token: token)]) { result in
             collector.record(result, at: 0)
             if collector.isComplete { finish() }
         }
@@ -217,11 +266,12 @@ extension SharedTier {
     /// Renews the leases this token holds on `identifiers` while their
     /// fetch runs; not waited for (a lease lost makes, at worst, a second
     /// fetch by another replica).
-    package func renew(_ identifiers: [String], scope: FetchScope, token: String, on connection: RedisConnection) {
-        let claimKeys = identifiers.map { keys.claim(scope, $0) }
+    package func renew(_ identifiers: [String], scope: FetchScope, token: String, on connection: RedisConnection, leasesInEntryKeys: Bool) {
+        let claimKeys = identifiers.map { leasesInEntryKeys ? keys.entry(scope, $0) : keys.claim(scope, $0) }
+        let value = leasesInEntryKeys ? SharedLease.value(token: token) : Array(token.utf8)
         let metrics = self.metrics
         let log = self.log
-        connection.eval(Self.renewScript, keys: claimKeys, arguments: [Array(token.utf8), Array(String(Self.lease.milliseconds).utf8)]) { result in
+        connection.eval(Self.renewScript, keys: claimKeys, arguments: [value, Array(String(Self.lease.milliseconds).utf8)]) { result in
             Self.count(result, what: "lease renewal", metrics: metrics, log: log)
         }
     }
@@ -231,14 +281,14 @@ extension SharedTier {
     /// replica waits for them, publish the outcome. A `cancelled` fetch (its
     /// caller's deadline) publishes "released", so waiters with time left
     /// take over.
-    package func publish(_ identifiers: [String], outcome: Result<SourcePage, ProductsFetchFailure>, scope: FetchScope, token: String, on connection: RedisConnection) {
+    package func publish(_ identifiers: [String], outcome: Result<SourcePage, ProductsFetchFailure>, scope: FetchScope, token: String, on connection: RedisConnection, leasesInEntryKeys: Bool) {
         let kind: SharedOutcomeMessage.Kind
         switch outcome {
         case .success(let page):
             // The usual miss: its entries and its release in one script, one
             // command instead of one per identifier and one more.
             if let entries = entryArguments(page, scope: scope, identifiers: identifiers) {
-                release(identifiers, scope: scope, token: token, on: connection, announcing: .success(page), hold: Self.publishHold, storing: entries)
+                release(identifiers, scope: scope, token: token, on: connection, leasesInEntryKeys: leasesInEntryKeys, announcing: .success(page), hold: Self.publishHold, storing: entries)
                 return
             }
             kind = .success(page)
@@ -247,13 +297,13 @@ extension SharedTier {
         case .failure(let failure):
             kind = .failure(failure)
         }
-        release(identifiers, scope: scope, token: token, on: connection, announcing: kind, hold: Self.publishHold)
+        release(identifiers, scope: scope, token: token, on: connection, leasesInEntryKeys: leasesInEntryKeys, announcing: kind, hold: Self.publishHold)
     }
 
     /// Releases claims won for identifiers an entry already answered, and
     /// tells waiters, if any, to look again.
-    package func releaseAndAnnounce(_ identifiers: [String], scope: FetchScope, token: String, on connection: RedisConnection) {
-        release(identifiers, scope: scope, token: token, on: connection)
+    package func releaseAndAnnounce(_ identifiers: [String], scope: FetchScope, token: String, on connection: RedisConnection, leasesInEntryKeys: Bool) {
+        release(identifiers, scope: scope, token: token, on: connection, leasesInEntryKeys: leasesInEntryKeys)
     }
 
     /// Releases the claims `token` still holds and, when a replica waits
@@ -267,11 +317,13 @@ extension SharedTier {
     /// sent as one script (``releaseScript``, one group each), not waited
     /// for.
     package func release(
-        _ identifiers: [String], scope: FetchScope, token: String, on connection: RedisConnection,
+        _ identifiers: [String], scope: FetchScope, token: String, on connection: RedisConnection, leasesInEntryKeys: Bool,
         announcing kind: SharedOutcomeMessage.Kind = .released, hold: Duration = .zero, storing entries: EntryArguments? = nil
     ) {
         guard !identifiers.isEmpty else { return }
-        let group = SharedReleaseBatch.Group(identifiers: identifiers, scope: scope, token: token, kind: kind, hold: hold, entries: entries)
+        let group = SharedReleaseBatch.Group(
+            identifiers: identifiers, scope: scope, token: token, leasesInEntryKeys: leasesInEntryKeys, kind: kind, hold: hold, entries: entries
+        )
         guard let batch = releaseBatch(for: connection.loop), batch.add(group, flush: { [self, weak connection] groups in
             if let connection { sendReleases(groups, on: connection) }
         }) else {
@@ -288,21 +340,26 @@ extension SharedTier {
         var bytes = 128
         for group in groups {
             let n = group.identifiers.count
-            keyCount += (group.entries == nil ? 2 : 3) * n
-            argumentCount += 4 + (group.entries == nil ? 0 : 2 * n)
+            keyCount += (group.entries == nil || group.leasesInEntryKeys ? 2 : 3) * n
+            argumentCount += 5 + (group.entries == nil ? 0 : 2 * n)
             bytes += 200 * n + (group.entries?.values.reduce(0) { $0 + $1.count + 24 } ?? 0)
         }
         var command = RedisCommand.evalsha(Self.releaseScript, keyCount: keyCount, reservingBytes: bytes, arguments: keyCount + argumentCount)
         for group in groups {
-            if group.entries != nil { keys.append("v1:p:", group.scope, group.identifiers, to: &command) }
-            keys.append("v1:c:", group.scope, group.identifiers, to: &command)
+            if group.leasesInEntryKeys {
+                keys.append("v1:p:", group.scope, group.identifiers, to: &command)
+            } else {
+                if group.entries != nil { keys.append("v1:p:", group.scope, group.identifiers, to: &command) }
+                keys.append("v1:c:", group.scope, group.identifiers, to: &command)
+            }
             keys.append("v1:w:", group.scope, group.identifiers, to: &command)
         }
         for group in groups {
-            command.append(group.token)
+            if group.leasesInEntryKeys { command.append(SharedLease.value(token: group.token)) } else { command.append(group.token) }
             command.append(Int64(group.hold.milliseconds))
             command.append(Int64(group.identifiers.count))
             command.append(group.entries == nil ? "0" : "1")
+            command.append(group.leasesInEntryKeys ? "p" : "c")
             if let entries = group.entries {
                 for index in group.identifiers.indices {
                     command.append(entries.values[index])
@@ -471,6 +528,9 @@ package final class SharedReleaseBatch: @unchecked Sendable {
         package let identifiers: [String]
         package let scope: FetchScope
         package let token: String
+        /// Whether the claims are leases in the entry keys (``SharedLease``)
+        /// rather than in the claim keys.
+        package let leasesInEntryKeys: Bool
         package let kind: SharedOutcomeMessage.Kind
         package let hold: Duration
         package let entries: SharedTier.EntryArguments?

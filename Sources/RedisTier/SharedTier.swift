@@ -174,9 +174,10 @@ package final class SharedTier: Sendable {
     }
 
     /// The entries of `identifiers` and, when fetches coalesce across
-    /// replicas, a lease on each that has no fresh entry, in one round trip
-    /// (``lookupScript``): a miss costs one Redis round trip before the
-    /// upstream. `completion` runs on this loop, once, when Redis has
+    /// replicas, a lease (``SharedLease``) in the entry key of each that has
+    /// no entry, in one round trip (one `SET … NX PX … GET` per key, in one
+    /// transaction, no script): a miss costs one Redis round trip before
+    /// the upstream. `completion` runs on this loop, once, when Redis has
     /// answered (or at once, with nil, when it cannot be asked). The leases
     /// belong to the fetches the caller starts (``SharedPreclaim``); those it
     /// does not start must be released (``release(_:)``).
@@ -234,110 +235,85 @@ package final class SharedTier: Sendable {
             }
         }
         let token = makeClaimToken()
-        // One buffer for the whole command: three keys per identifier.
-        var command = RedisCommand.evalsha(Self.lookupScript, keyCount: 3 * unique.count, reservingBytes: 200 * unique.count + 128, arguments: 3 * unique.count + 4)
-        for key in unique { command.appendArgument { keys.write("v1:p:", key.scope, key.identifier, to: &$0) } }
-        for key in unique { command.appendArgument { keys.write("v1:c:", key.scope, key.identifier, to: &$0) } }
-        for key in unique { command.appendArgument { keys.write("v1:w:", key.scope, key.identifier, to: &$0) } }
-        command.append(token)
-        command.append(Int64(Self.lease.milliseconds))
-        command.append(Self.unixMilliseconds())
-        command.append(Int64(Self.minimumFreshness.milliseconds))
-        connection.eval(Self.lookupScript, command) { [self] reply in
-            guard case .success(.array(let values)) = reply, values.count == 2 * unique.count else {
+        let lease = SharedLease.value(token: token)
+        // One `SET entry-key lease NX PX 1000 GET` per distinct key, in one
+        // transaction: the reply is the entry (nothing written), or nil
+        // (no entry: the lease is this call's).
+        var commands = RedisCommand(reservingBytes: unique.count * (112 + lease.count), arguments: 7 * unique.count)
+        for key in unique {
+            command(setting: key, to: lease, into: &commands)
+        }
+        connection.transaction(commands, argumentCounts: Array(repeating: 7, count: unique.count)) { [self] reply in
+            guard case .success(.array(let values)) = reply, values.count == unique.count else {
+                // The commands may have run, whatever came back: leases
+                // nobody adopts are given back.
+                if case .success = reply { releaseLeases(unique, token: token, on: connection) }
                 for asked in batch {
-                    // The script may have run, whatever came back.
-                    if case .success = reply { release(asked.identifiers, scope: asked.scope, token: token, on: connection) }
                     asked.completion(entries(of: reply, identifiers: asked.identifiers).map { Lookup(entries: $0, claims: nil) })
                 }
                 return
             }
             var leased = [Bool](repeating: false, count: unique.count)
             for (number, asked) in batch.enumerated() {
-                var bulks: [RedisValue] = []
+                var found: [RedisValue] = []
                 var claims = SharedPreclaim(token: token, scope: asked.scope)
-                bulks.reserveCapacity(asked.identifiers.count)
+                found.reserveCapacity(asked.identifiers.count)
                 for (offset, identifier) in asked.identifiers.enumerated() {
                     let position = positions[number][offset]
-                    bulks.append(values[2 * position])
-                    switch values[2 * position + 1] {
-                    case .integer(1) where !leased[position]:
-                        leased[position] = true
-                        claims.won.insert(identifier)
-                    case .integer(0): claims.held.insert(identifier)
-                    default: break
+                    switch values[position] {
+                    case .null:
+                        // The lease is this call's: one fetch adopts it (the
+                        // first call that asked; the others join that fetch
+                        // in process).
+                        found.append(.null)
+                        if !leased[position] {
+                            leased[position] = true
+                            claims.won.insert(identifier)
+                        }
+                    case .bulk(let bytes) where SharedLease.isLease(bytes):
+                        // Another replica's lease: the fetch claims it by the
+                        // claim script, which flags the wait atomically.
+                        found.append(.null)
+                    case .error:
+                        // Not a string (a key of another type): the claim
+                        // script takes it over.
+                        found.append(.null)
+                    case let value:
+                        found.append(value)
                     }
                 }
-                asked.completion(entries(of: .success(.array(bulks)), identifiers: asked.identifiers).map { Lookup(entries: $0, claims: claims) })
+                asked.completion(entries(of: .success(.array(found)), identifiers: asked.identifiers).map { Lookup(entries: $0, claims: claims) })
             }
         }
     }
 
-    /// An entry fresh for less than this is claimed and refreshed rather
-    /// than answered from.
-    package static let minimumFreshness = Duration.seconds(1)
+    /// Appends `SET {entry key} lease NX PX {lease} GET` to `commands`.
+    private func command(setting key: (scope: FetchScope, identifier: String), to lease: [UInt8], into commands: inout RedisCommand) {
+        commands.append("SET")
+        commands.appendArgument { keys.write("v1:p:", key.scope, key.identifier, to: &$0) }
+        commands.append(lease)
+        commands.append("NX")
+        commands.append("PX")
+        commands.append(Self.leaseMilliseconds)
+        commands.append("GET")
+    }
 
-    /// For each identifier `i` of `n` (`KEYS[i]` its entry, `KEYS[n+i]` its
-    /// claim, `KEYS[2n+i]` its wait flag, set when another replica holds
-    /// the claim: see ``claimScript``): the entry (or false), then 2 when it is fresh for at least
-    /// `ARGV[4]` ms past `ARGV[3]` (now), else the claim script's answer for
-    /// its claim (1: `ARGV[1]` holds a lease of `ARGV[2]` ms now, 0: another
-    /// replica does). A fresh-until that does not read as one (any garbage)
-    /// is left to the replica's own decoding, which refuses it.
-    package static let lookupScript = RedisScript("""
-        local n = #KEYS / 3
-        local lease = tonumber(ARGV[2])
-        local freshFrom = tonumber(ARGV[3]) + tonumber(ARGV[4])
-        local entries = {}
-        -- In chunks: Lua's unpack takes at most a few thousand values.
-        for s = 0, n - 1, 1000 do
-          local part = redis.call('MGET', unpack(KEYS, 1 + s, math.min(s + 1000, n)))
-          for k = 1, #part do entries[s + k] = part[k] end
-        end
-        local reply = {}
-        for i = 1, n do
-          local entry = entries[i]
-          if type(entry) ~= 'string' then entry = false end
-          local state = 0
-          local fresh = false
-          if entry and #entry >= 21 and string.sub(entry, 1, 4) == 'OGW1' then
-            local b1, b2, b3, b4, b5, b6, b7, b8 = string.byte(entry, 5, 12)
-            local freshUntil = ((((((b1 * 256 + b2) * 256 + b3) * 256 + b4) * 256 + b5) * 256 + b6) * 256 + b7) * 256 + b8
-            fresh = freshUntil >= freshFrom
-          end
-          if fresh then
-            state = 2
-          else
-            local key = KEYS[n + i]
-            -- The usual miss: nobody holds the claim; one command takes it.
-            if redis.call('SET', key, ARGV[1], 'NX', 'PX', lease) then
-              state = 1
-            else
-              local ttl = redis.call('PTTL', key)
-              if ttl == -1 or ttl > lease or redis.call('TYPE', key).ok ~= 'string' then
-                redis.call('SET', key, ARGV[1], 'PX', lease)
-                state = 1
-              elseif redis.call('GET', key) == ARGV[1] then
-                redis.call('PEXPIRE', key, lease)
-                state = 1
-              elseif ttl == -2 then
-                redis.call('SET', key, ARGV[1], 'PX', lease)
-                state = 1
-              else
-                redis.call('SET', KEYS[2 * n + i], '1', 'PX', lease)
-              end
-            end
-          end
-          reply[2 * i - 1] = entry
-          reply[2 * i] = state
-        end
-        return reply
-        """)
+    private static let leaseMilliseconds = Array(String(lease.milliseconds).utf8)
+
+    /// Gives back the leases `token` may hold on `keys` (a lookup whose
+    /// reply did not parse).
+    private func releaseLeases(_ keys: [(scope: FetchScope, identifier: String)], token: String, on connection: RedisConnection) {
+        var byScope: [FetchScope: [String]] = [:]
+        for key in keys { byScope[key.scope, default: []].append(key.identifier) }
+        for (scope, identifiers) in byScope {
+            release(identifiers, scope: scope, token: token, on: connection, leasesInEntryKeys: true)
+        }
+    }
 
     /// Gives back leases a lookup took that no fetch adopted.
     package func release(_ claims: SharedPreclaim, on loop: EventLoop) {
         guard !claims.won.isEmpty, let connection = connections[ObjectIdentifier(loop)], connection.isReady else { return }
-        release(Array(claims.won), scope: claims.scope, token: claims.token, on: connection)
+        release(Array(claims.won), scope: claims.scope, token: claims.token, on: connection, leasesInEntryKeys: true)
     }
 
     /// The entries of an `MGET` reply, in `identifiers`' order.
@@ -349,6 +325,9 @@ package final class SharedTier: Sendable {
             entries.reserveCapacity(values.count)
             for (index, value) in values.enumerated() {
                 switch value {
+                case .bulk(let bytes) where SharedLease.isLease(bytes):
+                    // Another replica's lease, where the entry will be.
+                    entries.append(nil)
                 case .bulk(let bytes):
                     let entry = SharedCacheEntry(decoding: bytes, identifier: identifiers[index])
                     if entry == nil { garbage += 1 }

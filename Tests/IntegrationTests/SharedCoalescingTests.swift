@@ -78,10 +78,10 @@ struct SharedCoalescingTests {
             let answers = try await Self.herd(gateways, calls: 12)
             #expect(upstream.upstream.requests.count == 1)
             #expect(answers.allSatisfy { $0.productIDs == ["premium_monthly", "coins_100"] })
-            #expect(try redis.keys("test-gw:v1:p:*").isEmpty)
-            // Claims are released when the fetch ends (held a moment more
-            // while the outcome is published to the replicas that waited).
-            try await UpstreamScenario.waitFor("the claims released") { (try? redis.keys("test-gw:v1:c:*").isEmpty) == true }
+            // Nothing stored; the lease, in the entry key, is released when
+            // the fetch ends (held a moment more while the outcome is
+            // published to the replicas that waited).
+            try await UpstreamScenario.waitFor("the leases released") { (try? redis.keys("test-gw:v1:[pc]:*").isEmpty) == true }
         }
     }
 
@@ -103,12 +103,13 @@ struct SharedCoalescingTests {
         }
     }
 
-    /// A claim whose replica died (written here by hand, never released)
-    /// lapses; the waiting replica then claims and fetches itself.
+    /// A lease whose replica died (written here by hand into the entry key,
+    /// never released) lapses; the waiting replica then claims and fetches
+    /// itself.
     @Test func aDeadReplicasClaimLapsesAndIsTakenOver() async throws {
         try await SharedTierScenario.run(replicas: 1, environment: ["UPSTREAM_TIMEOUT_MS": "400", "UPSTREAM_RETRIES": "0"]) { upstream, gateways, redis in
             upstream.upstream.setCacheControl("max-age=30")
-            try redis.cli("SET", "test-gw:v1:c:demo:DE:-:premium_monthly", "dead-replica", "PX", "1000")
+            try redis.cli("SET", "test-gw:v1:p:demo:DE:-:premium_monthly", "OGC1dead-replica", "PX", "1000")
             let started = ContinuousClock.now
             let answer = try await gateways[0].fetchProducts(["premium_monthly"])
             let took = ContinuousClock.now - started
@@ -122,7 +123,7 @@ struct SharedCoalescingTests {
     @Test func aWaitEndsWithTheCallsDeadline() async throws {
         try await SharedTierScenario.run(replicas: 1, environment: ["GATEWAY_REQUEST_TIMEOUT_MS": "600"]) { upstream, gateways, redis in
             // A lease (1 s) that outlives the call's deadline.
-            try redis.cli("SET", "test-gw:v1:c:demo:DE:-:coins_100", "live-replica", "PX", "1000")
+            try redis.cli("SET", "test-gw:v1:p:demo:DE:-:coins_100", "OGC1live-replica", "PX", "1000")
             let started = ContinuousClock.now
             let answer = try await gateways[0].fetchProducts(["coins_100"])
             let took = ContinuousClock.now - started
@@ -144,7 +145,8 @@ struct SharedCoalescingTests {
             try await UpstreamScenario.waitFor("the first fetch") { upstream.upstream.requests.count == 1 }
             try await Task.sleep(for: .milliseconds(1200))
             // Past the first lease's end, the claim holds, for a lease at most.
-            let ttl = Int(try redis.cli("PTTL", "test-gw:v1:c:demo:DE:-:coins_100").trimmingCharacters(in: .whitespacesAndNewlines)) ?? -2
+            #expect(try redis.cli("GET", "test-gw:v1:p:demo:DE:-:coins_100").hasPrefix("OGC1"))
+            let ttl = Int(try redis.cli("PTTL", "test-gw:v1:p:demo:DE:-:coins_100").trimmingCharacters(in: .whitespacesAndNewlines)) ?? -2
             #expect(ttl > 0 && ttl <= 1000, "PTTL \(ttl)")
             let second = try await gateways[1].fetchProducts(["coins_100"])
             #expect(try await first.productIDs == ["coins_100"])
@@ -153,19 +155,21 @@ struct SharedCoalescingTests {
         }
     }
 
-    /// A "claim" longer than a lease was written by no replica (a forged
-    /// key, an older format): it is not a claim, and the replica fetches at
-    /// once instead of waiting on it.
-    @Test func aClaimLongerThanALeaseIsIgnored() async throws {
+    /// A "lease" longer than a lease, or with no expiry, was written by no
+    /// replica (a forged key, an older format): it is not a lease, and the
+    /// replica fetches at once instead of waiting on it.
+    @Test(arguments: [["PX", "600000"], []])
+    func aLeaseLongerThanALeaseIsIgnored(expiry: [String]) async throws {
         try await SharedTierScenario.run(replicas: 1) { upstream, gateways, redis in
-            try redis.cli("SET", "test-gw:v1:c:demo:DE:-:coins_100", "forged", "PX", "600000")
+            try redis.cli(["SET", "test-gw:v1:p:demo:DE:-:coins_100", "OGC1forged"] + expiry)
             let started = ContinuousClock.now
             let answer = try await gateways[0].fetchProducts(["coins_100"])
             #expect(answer.productIDs == ["coins_100"])
             #expect(ContinuousClock.now - started < .milliseconds(1000))
             #expect(upstream.upstream.requests.count == 1)
-            // Released when the fetch ended (pipelined after the answer).
-            try await UpstreamScenario.waitFor("the claim released") { (try? redis.keys("test-gw:v1:c:*").isEmpty) == true }
+            // Taken over, then released when the fetch ended (pipelined
+            // after the answer; nothing is stored without max-age).
+            try await UpstreamScenario.waitFor("the lease released") { (try? redis.keys("test-gw:v1:[pc]:*").isEmpty) == true }
         }
     }
 
@@ -206,8 +210,8 @@ struct SharedCoalescingTests {
                 (try? await TestHTTP.get(port: doomed.port, path: "/metrics").bodyText.contains("gateway_shared_tier_connections 2")) == true
             }
             let doomedCall = Task { try? await doomed.rpc(UpstreamScenario.request(["coins_100"], country: "DE", language: nil)) }
-            try await UpstreamScenario.waitFor("the doomed replica's claim") {
-                (try? redis.keys("test-gw:v1:c:*").count) == 1 && upstream.upstream.requests.count == 1
+            try await UpstreamScenario.waitFor("the doomed replica's lease") {
+                (try? redis.keys("test-gw:v1:p:*").count) == 1 && upstream.upstream.requests.count == 1
             }
             async let waiting = gateways[0].fetchProducts(["coins_100"])
             try await Task.sleep(for: .milliseconds(300))
@@ -238,15 +242,15 @@ struct SharedCoalescingTests {
         return counts
     }
 
-    /// Lookups a loop asks in one turn go out as one script: the calls of a
-    /// batch start together. An identifier two calls ask is asked once,
-    /// fetched once, and its lease released once.
-    @Test func theLookupsOfOneLoopTurnShareOneScript() async throws {
+    /// Lookups a loop asks in one turn go out as one transaction: the
+    /// calls of a batch start together. An identifier two calls ask is
+    /// asked once, fetched once, and its lease released once.
+    @Test func theLookupsOfOneLoopTurnShareOneTransaction() async throws {
         try await SharedTierScenario.run(replicas: 1) { upstream, gateways, redis in
             upstream.upstream.setCacheControl("max-age=30")
-            // The scripts loaded first (EVALSHA, NOSCRIPT, then EVAL).
+            // The release script loaded first (EVALSHA, NOSCRIPT, then EVAL).
             _ = try await gateways[0].fetchProducts(["premium_yearly"])
-            try await UpstreamScenario.waitFor("the scripts loaded") { (try? Self.commandCounts(redis)["eval"]) == 2 }
+            try await UpstreamScenario.waitFor("the script loaded") { (try? Self.commandCounts(redis)["eval"]) == 1 }
             try redis.cli("CONFIG", "RESETSTAT")
             let call = { (id: Int, product: String) in
                 #"{"jsonrpc":"2.0","id":\#(id),"method":"products.fetch","params":{"productIdentifiers":["\#(product)"],"countryCode":"DE"}}"#
@@ -256,50 +260,73 @@ struct SharedCoalescingTests {
             #expect(response.bodyText.components(separatedBy: #""productIdentifier":"premium_monthly""#).count - 1 == 2)
             #expect(response.bodyText.contains(#""productIdentifier":"coins_100""#))
             #expect(upstream.upstream.requestCount(for: "premium_monthly") == 1)
-            // Both fetches released (pipelined after the answer; together
-            // when their upstream answers came in one loop turn).
-            try await UpstreamScenario.waitFor("the releases") { (try? redis.keys("test-gw:v1:c:*").isEmpty) == true }
-            // One lookup script for the three calls (one MGET of the two
-            // distinct entries), then one or two release scripts (two MGETs
-            // each: the claims, the wait flags): L lookup scripts and R
-            // release scripts make L + R EVALSHAs and L + 2R MGETs.
-            let counts = try Self.commandCounts(redis)
+            // Both fetches stored and released (pipelined after the answer;
+            // together when their upstream answers came in one loop turn):
+            // the entries replace the leases.
+            try await UpstreamScenario.waitFor("the releases") {
+                ["premium_monthly", "coins_100"].allSatisfy { (try? redis.cli("GET", "test-gw:v1:p:demo:DE:-:\($0)").hasPrefix("OGW1")) == true }
+            }
+            // One transaction for the three calls: one SET NX GET per
+            // distinct entry key. Then one or two release scripts (two
+            // MGETs each: the leases, the wait flags), whose SETs store the
+            // two entries over the leases: nothing is deleted.
+            // (The GETs are this test's own, waiting for the entries.)
+            let counts = try Self.commandCounts(redis).filter { $0.key != "get" }
             let scripts = counts["evalsha"] ?? 0
-            #expect((2...3).contains(scripts), "\(counts)")
-            #expect(counts["mget"] == 1 + 2 * (scripts - 1), "one lookup script: \(counts)")
+            #expect((1...2).contains(scripts), "\(counts)")
+            #expect(counts == ["multi": 1, "exec": 1, "set": 4, "evalsha": scripts, "mget": 2 * scripts], "\(counts)")
         }
     }
 
     /// A miss costs one Redis round trip before the upstream: the lookup
-    /// and the lease in one script; after the fetch, the store and the
-    /// release go out pipelined, and the outcome only when a replica waits.
-    /// A shared-tier hit costs that one round trip and nothing else.
+    /// and the lease are one plain command per identifier (`SET entry-key
+    /// lease NX PX 1000 GET`), in one transaction; after the fetch, the
+    /// store and the release go out in one script, not waited for, and the
+    /// outcome only when a replica waits. A shared-tier hit costs that one
+    /// round trip and nothing else.
     @Test func aMissCostsOneRoundTripBeforeTheUpstreamAndAHitOneInAll() async throws {
         try await SharedTierScenario.run(replicas: 2) { upstream, gateways, redis in
             upstream.upstream.setCacheControl("max-age=30")
-            // A first miss has Redis load the scripts (EVALSHA, NOSCRIPT,
-            // then EVAL); from then on they go by their SHA-1 alone.
+            // A first miss has Redis load the release script (EVALSHA,
+            // NOSCRIPT, then EVAL); from then on it goes by its SHA-1 alone.
             #expect(try await gateways[0].fetchProducts(["premium_monthly"]).productIDs == ["premium_monthly"])
-            try await UpstreamScenario.waitFor("the scripts loaded") { (try? redis.cli("SCRIPT", "EXISTS", "x").isEmpty) == false && (try? Self.commandCounts(redis)["eval"]) == 2 }
+            try await UpstreamScenario.waitFor("the script loaded") { (try? Self.commandCounts(redis)["eval"]) == 1 }
             try redis.cli("CONFIG", "RESETSTAT")
             #expect(try await gateways[0].fetchProducts(["coins_100"]).productIDs == ["coins_100"])
-            try await UpstreamScenario.waitFor("the release") { (try? Self.commandCounts(redis)["del"]) == 1 }
+            try await UpstreamScenario.waitFor("the release") { (try? Self.commandCounts(redis)["evalsha"]) == 1 }
             let missCounts = try Self.commandCounts(redis)
             // Redis counts the commands its scripts run too: the lookup's
-            // MGET (the entries) and SET NX (the lease); then one script
-            // for the store's SET, the release's two MGETs (are the leases
-            // still ours? does anyone wait?) and one DEL. Two scripts were
-            // sent: no second look before the upstream, and no PUBLISH:
-            // nobody waited.
-            #expect(missCounts == ["evalsha": 2, "mget": 3, "set": 2, "del": 1], "\(missCounts)")
+            // SET NX GET (the lease); then one script for the release's two
+            // MGETs (is the lease still ours? does anyone wait?) and the
+            // store's SET, which replaces the lease. No second look before
+            // the upstream, no DEL, and no PUBLISH: nobody waited.
+            #expect(missCounts == ["multi": 1, "exec": 1, "set": 2, "evalsha": 1, "mget": 2], "\(missCounts)")
+            #expect(try redis.cli("GET", "test-gw:v1:p:demo:DE:-:coins_100").hasPrefix("OGW1"))
 
             try redis.cli("CONFIG", "RESETSTAT")
             #expect(try await gateways[1].fetchProducts(["coins_100"]).productIDs == ["coins_100"])
             #expect(try await gateways[1].metricValue("gateway_shared_cache_hits_total") == 1)
             let hitCounts = try Self.commandCounts(redis)
-            // One script, whose MGET found the fresh entry: no lease.
-            #expect(hitCounts == ["evalsha": 1, "mget": 1], "\(hitCounts)")
+            // One transaction, whose SET NX GET found the fresh entry and
+            // wrote nothing.
+            #expect(hitCounts == ["multi": 1, "exec": 1, "set": 1], "\(hitCounts)")
             #expect(upstream.upstream.requests.count == 2)
+        }
+    }
+
+    /// What the entry key holds that is neither an entry nor a lease (bytes
+    /// of another writer, a key of another type) is taken over by the
+    /// claim, fetched, and replaced by the entry; the replica stays up.
+    @Test(arguments: ["bytes", "hash"])
+    func whatIsNeitherEntryNorLeaseIsTakenOver(kind: String) async throws {
+        try await SharedTierScenario.run(replicas: 1) { upstream, gateways, redis in
+            upstream.upstream.setCacheControl("max-age=30")
+            let key = "test-gw:v1:p:demo:DE:-:coins_100"
+            if kind == "hash" { try redis.cli("HSET", key, "field", "value") } else { try redis.cli("SET", key, "not-an-entry") }
+            #expect(try await gateways[0].fetchProducts(["coins_100"]).productIDs == ["coins_100"])
+            #expect(upstream.upstream.requests.count == 1)
+            try await UpstreamScenario.waitFor("the entry stored") { (try? redis.cli("GET", key).hasPrefix("OGW1")) == true }
+            #expect(try await gateways[0].fetchProducts(["premium_monthly"]).productIDs == ["premium_monthly"])
         }
     }
 }

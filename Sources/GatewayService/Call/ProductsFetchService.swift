@@ -239,13 +239,12 @@ public final class ProductsFetchService: Sendable {
     /// The leases of `fetch`'s identifiers, taken out of `preclaim`.
     private func adopt(_ fetch: CoalescedFetch, from preclaim: inout SharedPreclaim?) -> SharedPreclaim? {
         guard let all = preclaim, let part = all.restricted(to: fetch.identifiers) else { return nil }
-        if part.won.count == all.won.count, part.held.count == all.held.count {
+        if part.won.count == all.won.count {
             // Every lease adopted (the usual miss): nothing left to subtract.
             preclaim = nil
             return part
         }
         preclaim?.won.subtract(part.won)
-        preclaim?.held.subtract(part.held)
         return part
     }
 
