@@ -222,6 +222,20 @@ package final class SharedTier: Sendable {
         if batch.count == 1 {
             unique = batch[0].identifiers.map { (batch[0].scope, $0) }
             positions = [Array(unique.indices)]
+        } else if batch.allSatisfy({ $0.scope == batch[0].scope }) {
+            // The usual turn: one scope, so identifiers alone say which
+            // keys are the same (hashing a scope per key costs more).
+            let scope = batch[0].scope
+            var index: [String: Int] = [:]
+            index.reserveCapacity(batch.reduce(0) { $0 + $1.identifiers.count })
+            for asked in batch {
+                positions.append(asked.identifiers.map { identifier in
+                    if let known = index[identifier] { return known }
+                    index[identifier] = unique.count
+                    unique.append((scope, identifier))
+                    return unique.count - 1
+                })
+            }
         } else {
             var index: [ScopedIdentifier: Int] = [:]
             for asked in batch {
