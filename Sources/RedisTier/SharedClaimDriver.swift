@@ -246,19 +246,20 @@ package struct SharedTierSource: ProductSource {
 }
 
 /// A fetch whose identifiers the call's lookup leased, all of them: the
-/// base source fetches while the leases are renewed every
-/// ``SharedTier/renewal``; then the entries, the release and (when a
+/// base source fetches while the loop's renewal sweep renews the leases
+/// every ``SharedTier/renewal``; then the entries, the release and (when a
 /// replica waits) the outcome go out in one script, not waited for. The
 /// same actions ``SharedClaimStateMachine`` takes for a fetch that holds
 /// every lease, with no table of states.
-private final class LeasedFetch: @unchecked Sendable {
-    // @unchecked: `renewalTimer` is touched on `loop` only.
+private final class LeasedFetch: SharedLeaseHolder, @unchecked Sendable {
+    // @unchecked: `renewals` is touched on `loop` only.
     private let loop: EventLoop
     private let tier: SharedTier
     private let connection: RedisConnection
     private let request: SourceRequest
     private let token: String
-    private var renewalTimer: LoopTimer?
+    /// The loop's renewal sweep, while the fetch runs.
+    private var renewals: SharedLeaseRenewals?
 
     package init(loop: EventLoop, tier: SharedTier, connection: RedisConnection, request: SourceRequest, token: String) {
         self.loop = loop
@@ -270,11 +271,12 @@ private final class LeasedFetch: @unchecked Sendable {
 
     package func run(_ base: any ProductSource, completion: @escaping @Sendable (Result<SourcePage, ProductsFetchFailure>) -> Void) {
         loop.preconditionInEventLoop()
-        armRenewal()
+        renewals = tier.renewals(for: loop)
+        renewals?.add(self)
         base.fetch(request, on: loop) { [self] outcome in
             let finish: @Sendable () -> Void = { [self] in
-                renewalTimer?.cancel()
-                renewalTimer = nil
+                renewals?.remove(self)
+                renewals = nil
                 tier.publish(request.identifiers, outcome: outcome, scope: request.scope, token: token, on: connection, leasesInEntryKeys: true)
                 completion(outcome)
             }
@@ -282,11 +284,7 @@ private final class LeasedFetch: @unchecked Sendable {
         }
     }
 
-    private func armRenewal() {
-        renewalTimer = loop.scheduleTimer(after: SharedTier.renewal) { [self] in
-            guard renewalTimer != nil else { return }
-            tier.renew(request.identifiers, scope: request.scope, token: token, on: connection, leasesInEntryKeys: true)
-            armRenewal()
-        }
+    package func renewLeases() {
+        tier.renew(request.identifiers, scope: request.scope, token: token, on: connection, leasesInEntryKeys: true)
     }
 }

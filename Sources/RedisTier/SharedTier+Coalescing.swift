@@ -324,9 +324,7 @@ extension SharedTier {
         let group = SharedReleaseBatch.Group(
             identifiers: identifiers, scope: scope, token: token, leasesInEntryKeys: leasesInEntryKeys, kind: kind, hold: hold, entries: entries
         )
-        guard let batch = releaseBatch(for: connection.loop), batch.add(group, flush: { [self, weak connection] groups in
-            if let connection { sendReleases(groups, on: connection) }
-        }) else {
+        guard let batch = releaseBatch(for: connection.loop), batch.add(group) else {
             sendReleases([group], on: connection)
             return
         }
@@ -334,7 +332,7 @@ extension SharedTier {
 
     /// One release script for `groups`; each group whose flags were there
     /// publishes its message.
-    private func sendReleases(_ groups: [SharedReleaseBatch.Group], on connection: RedisConnection) {
+    func sendReleases(_ groups: [SharedReleaseBatch.Group], on connection: RedisConnection) {
         var keyCount = 0
         var argumentCount = 0
         var bytes = 128
@@ -537,6 +535,8 @@ package final class SharedReleaseBatch: @unchecked Sendable {
     }
 
     package let loop: EventLoop
+    /// Sends a turn's releases; set once, before the loop runs.
+    package var flush: (@Sendable ([Group]) -> Void)?
     private var groups: [Group] = []
     private var armed = false
 
@@ -544,10 +544,11 @@ package final class SharedReleaseBatch: @unchecked Sendable {
         self.loop = loop
     }
 
-    /// Adds a release to this turn's; `flush` gets them all when the turn
+    /// Adds a release to this turn's; ``flush`` gets them all when the turn
     /// ends. False when the loop cannot run the flush (it has stopped).
-    package func add(_ group: Group, flush: @escaping @Sendable ([Group]) -> Void) -> Bool {
+    package func add(_ group: Group) -> Bool {
         loop.preconditionInEventLoop()
+        guard flush != nil else { return false }
         groups.append(group)
         guard !armed else { return true }
         armed = true
@@ -555,7 +556,7 @@ package final class SharedReleaseBatch: @unchecked Sendable {
             armed = false
             let batch = groups
             groups = []
-            flush(batch)
+            flush?(batch)
         }
         if !queued {
             armed = false

@@ -28,6 +28,8 @@ package final class SharedTier: Sendable {
     private let lookupBatches: [ObjectIdentifier: SharedLookupBatch]
     /// Each loop's releases of the current turn, sent together.
     private let releaseBatches: [ObjectIdentifier: SharedReleaseBatch]
+    /// Each loop's fetches holding leases, renewed together.
+    private let renewals: [ObjectIdentifier: SharedLeaseRenewals]
     package let keys: SharedTierKeys
     package let metrics: GatewayMetrics
     package let log: RateLimitedLog
@@ -79,7 +81,9 @@ package final class SharedTier: Sendable {
         var ordered: [RedisConnection] = []
         var lookupBatches: [ObjectIdentifier: SharedLookupBatch] = [:]
         var releaseBatches: [ObjectIdentifier: SharedReleaseBatch] = [:]
+        var renewals: [ObjectIdentifier: SharedLeaseRenewals] = [:]
         for loop in loops {
+            renewals[ObjectIdentifier(loop)] = SharedLeaseRenewals(loop: loop, period: Self.renewal)
             releaseBatches[ObjectIdentifier(loop)] = SharedReleaseBatch(loop: loop)
             let connection = RedisConnection(loop: loop, endpoint: endpoint, observer: observer)
             connections[ObjectIdentifier(loop)] = connection
@@ -89,6 +93,7 @@ package final class SharedTier: Sendable {
         self.connections = connections
         self.lookupBatches = lookupBatches
         self.releaseBatches = releaseBatches
+        self.renewals = renewals
         self.ordered = ordered
         let channel = "\(configuration.prefix)v1:outcomes"
         let waiters = SharedOutcomeWaiters(maxIdentifiers: upstreamMaxIDs)
@@ -111,6 +116,20 @@ package final class SharedTier: Sendable {
         self.log = log
         self.maxTTLSeconds = maxTTLSeconds
         self.maxStaleSeconds = maxStaleSeconds
+        // Each batch's flush, set once (not a closure per call). Unowned:
+        // the tier owns the batches and outlives them.
+        for loop in loops {
+            lookupBatches[ObjectIdentifier(loop)]?.flush = { [unowned self] in sendLookups($0, on: loop) }
+            let connection = connections[ObjectIdentifier(loop)]
+            releaseBatches[ObjectIdentifier(loop)]?.flush = { [unowned self] groups in
+                if let connection { sendReleases(groups, on: connection) }
+            }
+        }
+    }
+
+    /// The lease renewals of `loop`, if it is one of the tier's loops.
+    package func renewals(for loop: EventLoop) -> SharedLeaseRenewals? {
+        renewals[ObjectIdentifier(loop)]
     }
 
     /// The release batch of `loop`, if it is one of the tier's loops.
@@ -200,7 +219,7 @@ package final class SharedTier: Sendable {
         // all of them (a script's cost in Redis is mostly per call, not per
         // key), sent when the turn's callbacks are done.
         let asked = SharedLookupBatch.Asked(scope: scope, identifiers: identifiers, completion: completion)
-        guard let batch = lookupBatches[ObjectIdentifier(loop)], batch.add(asked, flush: { [self] in sendLookups($0, on: loop) }) else {
+        guard let batch = lookupBatches[ObjectIdentifier(loop)], batch.add(asked) else {
             sendLookups([asked], on: loop)
             return
         }
@@ -271,6 +290,7 @@ package final class SharedTier: Sendable {
             for (number, asked) in batch.enumerated() {
                 var found: [RedisValue] = []
                 var claims = SharedPreclaim(token: token, scope: asked.scope)
+                claims.won.reserveCapacity(asked.identifiers.count)
                 found.reserveCapacity(asked.identifiers.count)
                 for (offset, identifier) in asked.identifiers.enumerated() {
                     let position = positions[number][offset]
@@ -568,6 +588,8 @@ package final class SharedLookupBatch: @unchecked Sendable {
     }
 
     package let loop: EventLoop
+    /// Sends a turn's lookups; set once, before the loop runs.
+    package var flush: (@Sendable ([Asked]) -> Void)?
     private var asked: [Asked] = []
     private var armed = false
 
@@ -575,10 +597,11 @@ package final class SharedLookupBatch: @unchecked Sendable {
         self.loop = loop
     }
 
-    /// Adds a lookup to this turn's; `flush` gets them all when the turn
+    /// Adds a lookup to this turn's; ``flush`` gets them all when the turn
     /// ends. False when the loop cannot run the flush (it has stopped).
-    package func add(_ lookup: Asked, flush: @escaping @Sendable ([Asked]) -> Void) -> Bool {
+    package func add(_ lookup: Asked) -> Bool {
         loop.preconditionInEventLoop()
+        guard flush != nil else { return false }
         asked.append(lookup)
         guard !armed else { return true }
         armed = true
@@ -586,7 +609,7 @@ package final class SharedLookupBatch: @unchecked Sendable {
             armed = false
             let batch = asked
             asked = []
-            flush(batch)
+            flush?(batch)
         }
         if !queued {
             armed = false

@@ -1,0 +1,53 @@
+import EventTransport
+
+/// What a loop's renewal sweep renews: a fetch holding leases.
+package protocol SharedLeaseHolder: AnyObject {
+    /// Renews the holder's leases (not waited for).
+    func renewLeases()
+}
+
+/// One loop's fetches that hold leases, renewed together every
+/// ``SharedTier/renewal`` by one loop timer, armed while any is held: a
+/// fetch costs an insert and a removal here, not a timer of its own (most
+/// fetches end long before their first renewal). A fetch added just after
+/// a sweep is renewed at the next, within one period, so a lease of 1 s
+/// never lapses while its fetch runs. Confined to its loop.
+package final class SharedLeaseRenewals: @unchecked Sendable {
+    // @unchecked: `holders` and `timer` are touched on `loop` only.
+    private let loop: EventLoop
+    private let period: Duration
+    private var holders: [ObjectIdentifier: any SharedLeaseHolder] = [:]
+    private var timer: LoopTimer?
+
+    package init(loop: EventLoop, period: Duration) {
+        self.loop = loop
+        self.period = period
+    }
+
+    /// Renews `holder`'s leases at every sweep until ``remove(_:)``.
+    package func add(_ holder: any SharedLeaseHolder) {
+        loop.preconditionInEventLoop()
+        holders[ObjectIdentifier(holder)] = holder
+        if timer == nil { arm() }
+    }
+
+    package func remove(_ holder: any SharedLeaseHolder) {
+        loop.preconditionInEventLoop()
+        holders[ObjectIdentifier(holder)] = nil
+    }
+
+    /// How many holders the next sweep renews.
+    package var count: Int {
+        loop.preconditionInEventLoop()
+        return holders.count
+    }
+
+    private func arm() {
+        timer = loop.scheduleTimer(after: period) { [self] in
+            timer = nil
+            guard !holders.isEmpty else { return }
+            for holder in holders.values { holder.renewLeases() }
+            arm()
+        }
+    }
+}
