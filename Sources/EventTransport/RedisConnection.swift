@@ -154,7 +154,9 @@ public final class RedisConnection: @unchecked Sendable {
     /// commands are read and dropped by hiredis, with no callback.
     ///
     /// The commands are written in the protocol's form into one buffer
-    /// here, so hiredis copies them, with no formatting of its own.
+    /// here, so hiredis copies them, with no formatting of its own. Each is
+    /// followed by a NUL byte, not sent: hiredis reads a formatted command
+    /// with `strchr`, as the C string its own formatter makes.
     public func transaction(_ commands: RedisCommand, argumentCounts: [Int], completion: @escaping Completion) {
         loop.preconditionInEventLoop()
         guard state == .ready, onMessage == nil, let context else {
@@ -162,9 +164,10 @@ public final class RedisConnection: @unchecked Sendable {
             return
         }
         precondition(argumentCounts.reduce(0, +) == commands.count, "argument counts that add up to the command's")
-        var wire = Array("*1\r\n$5\r\nMULTI\r\n".utf8)
-        wire.reserveCapacity(commands.bytes.count + 16 * commands.count + 32)
-        var ends = [wire.count]
+        var wire = Array("*1\r\n$5\r\nMULTI\r\n\0".utf8)
+        wire.reserveCapacity(commands.bytes.count + 16 * commands.count + argumentCounts.count + 32)
+        // Where each command ends (its NUL).
+        var ends = [wire.count - 1]
         ends.reserveCapacity(argumentCounts.count + 1)
         var argument = 0
         var offset = 0
@@ -180,8 +183,8 @@ public final class RedisConnection: @unchecked Sendable {
                 offset += length
                 argument += 1
             }
-            wire.append(contentsOf: [UInt8(ascii: "\r"), UInt8(ascii: "\n")])
-            ends.append(wire.count)
+            wire.append(contentsOf: [UInt8(ascii: "\r"), UInt8(ascii: "\n"), 0])
+            ends.append(wire.count - 1)
         }
         let sequence = nextSequence
         nextSequence &+= 1
@@ -191,10 +194,10 @@ public final class RedisConnection: @unchecked Sendable {
             var start = 0
             for end in ends {
                 guard redisAsyncFormattedCommand(context, nil, nil, base + start, end - start) == REDIS_OK else { return false }
-                start = end
+                start = end + 1
             }
             return redisAsyncFormattedCommand(
-                context, redisReplyCallback, UnsafeMutableRawPointer(bitPattern: sequence), Self.exec, Self.exec.count
+                context, redisReplyCallback, UnsafeMutableRawPointer(bitPattern: sequence), Self.exec, Self.exec.count - 1
             ) == REDIS_OK
         }
         guard queued else {
@@ -204,7 +207,8 @@ public final class RedisConnection: @unchecked Sendable {
         track(sequence: sequence, deadline: .now + endpoint.commandTimeout, isHandshake: false, completion: completion)
     }
 
-    private static let exec: [CChar] = Array("*1\r\n$4\r\nEXEC\r\n".utf8).map { CChar(bitPattern: $0) }
+    /// `EXEC`, and the NUL hiredis reads up to.
+    private static let exec: [CChar] = Array("*1\r\n$4\r\nEXEC\r\n\0".utf8).map { CChar(bitPattern: $0) }
 
     private static func appendDecimal(_ value: Int, to bytes: inout [UInt8]) {
         if value < 10 {

@@ -7,7 +7,7 @@ package protocol SharedLeaseHolder: AnyObject {
 }
 
 /// One loop's fetches that hold leases, renewed together every
-/// ``SharedTier/renewal`` by one loop timer, armed while any is held: a
+/// ``SharedTier/renewal`` by one loop timer, armed only while any is held: a
 /// fetch costs an insert and a removal here, not a timer of its own (most
 /// fetches end long before their first renewal). A fetch added just after
 /// a sweep is renewed at the next, within one period, so a lease of 1 s
@@ -34,6 +34,12 @@ package final class SharedLeaseRenewals: @unchecked Sendable {
     package func remove(_ holder: any SharedLeaseHolder) {
         loop.preconditionInEventLoop()
         holders[ObjectIdentifier(holder)] = nil
+        // No timer outlives the last holder: an armed timer holds its loop,
+        // and a loop stopped with one armed would never be freed.
+        if holders.isEmpty {
+            timer?.cancel()
+            timer = nil
+        }
     }
 
     /// How many holders the next sweep renews.
