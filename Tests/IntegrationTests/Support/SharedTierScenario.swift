@@ -29,6 +29,21 @@ enum SharedTierScenario {
             }
             if waitForRedis {
                 for gateway in gateways { try await gateway.waitForSharedTier() }
+                // And every replica's subscriber: until it is subscribed, a
+                // replica fetches alone (no leases), and a herd begun
+                // before then can cost a second upstream call (a herd test
+                // once made two under ThreadSanitizer, where connecting is
+                // slow). The subscriber is ready once Redis
+                // counts it: the replica marks it ready as it subscribes.
+                // (A test pointing the replicas at a Redis of its own waits
+                // for their connections only.)
+                if settings["GATEWAY_REDIS_URL"] == redis.url() {
+                    let channel = (settings["GATEWAY_REDIS_PREFIX"] ?? "onside-gw:") + "v1:outcomes"
+                    try await UpstreamScenario.waitFor("every replica subscribed") {
+                        let reply = (try? redis.cli("PUBSUB", "NUMSUB", channel)) ?? ""
+                        return reply.split(whereSeparator: \.isNewline).last.map(String.init) == String(replicas)
+                    }
+                }
             }
             try await body(upstream, gateways, redis)
         } catch {
