@@ -215,9 +215,9 @@ package final class SharedTier: Sendable {
             }
             return
         }
-        // Gathered with the other lookups of this loop turn: one script for
-        // all of them (a script's cost in Redis is mostly per call, not per
-        // key), sent when the turn's callbacks are done.
+        // Gathered with the other lookups of this loop turn: one transaction
+        // for all of them (each distinct key once, one write to the socket
+        // and one reply to read), sent when the turn's callbacks are done.
         let asked = SharedLookupBatch.Asked(scope: scope, identifiers: identifiers, completion: completion)
         guard let batch = lookupBatches[ObjectIdentifier(loop)], batch.add(asked) else {
             sendLookups([asked], on: loop)
@@ -279,7 +279,8 @@ package final class SharedTier: Sendable {
         connection.transaction(commands, argumentCounts: Array(repeating: 7, count: unique.count)) { [self] reply in
             guard case .success(.array(let values)) = reply, values.count == unique.count else {
                 // The commands may have run, whatever came back: leases
-                // nobody adopts are given back.
+                // nobody adopts are given back. (A failure drops the
+                // connection with it: those leases lapse within a second.)
                 if case .success = reply { releaseLeases(unique, token: token, on: connection) }
                 for asked in batch {
                     asked.completion(entries(of: reply, identifiers: asked.identifiers).map { Lookup(entries: $0, claims: nil) })

@@ -228,7 +228,7 @@ final class ManifestProcess: Sendable {
         child.environment = environment
         child.standardOutput = FileHandle.nullDevice
         child.standardError = FileHandle.nullDevice
-        try child.run()
+        try ProcessLaunch.run(child)
         self.child = child
     }
 

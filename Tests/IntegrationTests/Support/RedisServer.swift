@@ -69,7 +69,7 @@ final class RedisServer: Sendable {
         child.arguments = arguments
         child.standardOutput = FileHandle.nullDevice
         child.standardError = FileHandle.nullDevice
-        try child.run()
+        try ProcessLaunch.run(child)
         process.withLock { $0 = child }
         let deadline = ContinuousClock.now + .seconds(10)
         while (try? cli("PING")) != "PONG" {
@@ -118,7 +118,7 @@ final class RedisServer: Sendable {
         let output = Pipe()
         child.standardOutput = output
         child.standardError = FileHandle.nullDevice
-        try child.run()
+        try ProcessLaunch.run(child)
         let data = output.fileHandleForReading.readDataToEndOfFile()
         child.waitUntilExit()
         return String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
@@ -134,7 +134,7 @@ final class RedisServer: Sendable {
         child.arguments = all + arguments
         child.standardOutput = FileHandle.nullDevice
         child.standardError = FileHandle.nullDevice
-        try child.run()
+        try ProcessLaunch.run(child)
         return child
     }
 

@@ -41,7 +41,7 @@ struct TestCertificates: Sendable {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/bin/sh")
         process.arguments = ["-c", script]
-        try process.run()
+        try ProcessLaunch.run(process)
         process.waitUntilExit()
         guard process.terminationStatus == 0 else { throw TestHTTPError("openssl failed with status \(process.terminationStatus)") }
         return TestCertificates(directory: directory)
