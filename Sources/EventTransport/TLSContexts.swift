@@ -1,5 +1,14 @@
 import CGatewayShims
 import COpenSSL
+import Synchronization
+
+/// PEM files are loaded into contexts one at a time in the process. With
+/// the tests' gateways and upstreams starting side by side in one process,
+/// a well-formed CA file once failed to load ("no certificate or crl
+/// found") while other contexts loaded theirs; OpenSSL 3 reads PEM through
+/// its shared decoder machinery. Contexts are made at start-up only, so
+/// the lock costs nothing.
+private let pemLoading = Mutex(())
 
 /// An OpenSSL client context that always verifies the peer: the chain
 /// against the system store (or a given CA file), and, per connection, the
@@ -17,10 +26,12 @@ public final class TLSClientContext: @unchecked Sendable {
         try CCheck.openSSL(gw_ssl_ctx_set_min_tls12(context), "SSL_CTX_set_min_proto_version")
         gw_ssl_ctx_harden(context)
         SSL_CTX_set_verify(context, SSL_VERIFY_PEER, nil)
-        if let caFile {
-            try CCheck.openSSL(SSL_CTX_load_verify_locations(context, caFile, nil), "SSL_CTX_load_verify_locations(\(caFile))")
-        } else {
-            try CCheck.openSSL(SSL_CTX_set_default_verify_paths(context), "SSL_CTX_set_default_verify_paths")
+        try pemLoading.withLock { _ throws(TransportError) in
+            if let caFile {
+                try CCheck.openSSL(SSL_CTX_load_verify_locations(context, caFile, nil), "SSL_CTX_load_verify_locations(\(caFile))")
+            } else {
+                try CCheck.openSSL(SSL_CTX_set_default_verify_paths(context), "SSL_CTX_set_default_verify_paths")
+            }
         }
     }
 
@@ -60,8 +71,10 @@ public final class TLSServerContext: @unchecked Sendable {
         self.context = context
         try CCheck.openSSL(gw_ssl_ctx_set_min_tls12(context), "SSL_CTX_set_min_proto_version")
         gw_ssl_ctx_harden(context)
-        try CCheck.openSSL(SSL_CTX_use_certificate_chain_file(context, certificateChainFile), "SSL_CTX_use_certificate_chain_file(\(certificateChainFile))")
-        try CCheck.openSSL(SSL_CTX_use_PrivateKey_file(context, privateKeyFile, SSL_FILETYPE_PEM), "SSL_CTX_use_PrivateKey_file(\(privateKeyFile))")
+        try pemLoading.withLock { _ throws(TransportError) in
+            try CCheck.openSSL(SSL_CTX_use_certificate_chain_file(context, certificateChainFile), "SSL_CTX_use_certificate_chain_file(\(certificateChainFile))")
+            try CCheck.openSSL(SSL_CTX_use_PrivateKey_file(context, privateKeyFile, SSL_FILETYPE_PEM), "SSL_CTX_use_PrivateKey_file(\(privateKeyFile))")
+        }
         try CCheck.openSSL(SSL_CTX_check_private_key(context), "SSL_CTX_check_private_key")
     }
 
