@@ -30,9 +30,9 @@ typedef struct gw_redis_bounds {
 } gw_redis_bounds;
 
 /* The same for every connection: an element of at most 1 MiB, an array of at
-   most 20000 elements (the largest command, a lookup of 2 x GATEWAY_MAX_IDS
-   keys, asks for 20000 at the largest setting; the Swift side then checks
-   each reply's exact count). */
+   most 20000 elements (the largest reply, a lookup transaction's EXEC, has
+   one element per key, at most 10000 a transaction, SharedTier's
+   maxKeysPerLookup; the Swift side then checks each reply's exact count). */
 static const gw_redis_bounds gw_bounds = { GW_REDIS_MAX_ELEMENT_BYTES, GW_REDIS_MAX_ELEMENTS };
 
 static redisReplyObjectFunctions *gw_default_functions;

@@ -230,6 +230,31 @@ package final class SharedTier: Sendable {
     /// call that asked, so only one call's fetch adopts it (the others join
     /// that fetch in process, or release nothing).
     private func sendLookups(_ batch: [SharedLookupBatch.Asked], on loop: EventLoop) {
+        // A turn can gather far more identifiers than one call may ask (a
+        // batch of GATEWAY_MAX_BATCH calls, several batches): in
+        // transactions of at most `maxKeysPerLookup` keys, so no reply has
+        // more elements than the connection reads (20000) and none of them
+        // drops it.
+        var start = 0
+        var keys = 0
+        for index in batch.indices {
+            let count = batch[index].identifiers.count
+            if keys + count > Self.maxKeysPerLookup, index > start {
+                sendLookupTransaction(Array(batch[start ..< index]), on: loop)
+                start = index
+                keys = 0
+            }
+            keys += count
+        }
+        sendLookupTransaction(start == 0 ? batch : Array(batch[start...]), on: loop)
+    }
+
+    /// The most keys one lookup transaction asks: one call asks at most
+    /// `GATEWAY_MAX_IDS` (10000 at the largest), and the connection reads
+    /// replies of at most 20000 elements.
+    package static let maxKeysPerLookup = 10_000
+
+    private func sendLookupTransaction(_ batch: [SharedLookupBatch.Asked], on loop: EventLoop) {
         guard let connection = readyConnection(on: loop) else {
             for asked in batch { asked.completion(nil) }
             return

@@ -342,4 +342,25 @@ struct SharedTierTests {
             #expect(try await gateways[1].metricValue("gateway_shared_cache_hits_total") == 1)
         }
     }
+
+    /// A loop turn's lookups can ask more keys than one reply may hold
+    /// (the connection reads at most 20000 elements): a batch of 3 calls of
+    /// 10000 distinct identifiers each is looked up in transactions of at
+    /// most 10000 keys, so Redis is never dropped for it (one transaction
+    /// of 30000 would be, and every call would go on without the tier).
+    @Test func aTurnOfMoreKeysThanAReplyHoldsIsLookedUpInParts() async throws {
+        try await SharedTierScenario.run(replicas: 1, environment: [
+            "GATEWAY_MAX_IDS": "10000", "GATEWAY_MAX_BODY_BYTES": "1000000", "UPSTREAM_MAX_IDS": "1000",
+        ]) { upstream, gateways, redis in
+            let calls = (0..<3).map { call in
+                let ids = (0..<10_000).map { #""i\#(call)_\#($0)""# }.joined(separator: ",")
+                return #"{"jsonrpc":"2.0","id":\#(call),"method":"products.fetch","params":{"productIdentifiers":[\#(ids)],"countryCode":"DE"}}"#
+            }
+            let response = try await gateways[0].rpc("[" + calls.joined(separator: ",") + "]")
+            #expect(response.status == 200)
+            #expect(response.bodyText.components(separatedBy: #""invalidProductIdentifiers""#).count - 1 == 3)
+            #expect(try await gateways[0].metricValue("gateway_shared_cache_errors_total") ?? 0 == 0)
+            #expect(try await gateways[0].metricValue("gateway_shared_tier_connections") == 2)
+        }
+    }
 }
