@@ -33,6 +33,8 @@ public final class GatewayMetrics: Sendable {
     private let sharedHits: Prometheus.Counter
     private let sharedErrors: Prometheus.Counter
     private let sharedConnections: Prometheus.Gauge
+    /// By position in ``sharedWaitEnds``.
+    private let sharedWaits: [Prometheus.Counter]
     private let sharedPasswordRefused: Prometheus.Gauge
     /// The loops whose last Redis connection attempt had its password
     /// refused: the gauge is 1 while any has.
@@ -109,6 +111,11 @@ public final class GatewayMetrics: Sendable {
         staleIdentifiers = registry.makeCounter(descriptor: Self.family("gateway_stale_identifiers_total", "Identifiers answered from a stale entry (stale-if-error, stale-while-revalidate)."))
         sharedHits = registry.makeCounter(descriptor: Self.family("gateway_shared_cache_hits_total", "Identifiers answered from the shared tier (Redis)."))
         sharedErrors = registry.makeCounter(descriptor: Self.family("gateway_shared_cache_errors_total", "Redis commands that failed, timed out or returned what does not parse."))
+        let waits = Self.family(
+            "gateway_shared_waits_total",
+            "Identifiers that waited for another replica's fetch, by how the wait ended: outcome (its message), entry, takeover (the lease was gone at a look: a dead replica or a lost message), alone (the shared tier was lost), deadline."
+        )
+        sharedWaits = Self.sharedWaitEnds.map { registry.makeCounter(descriptor: waits, labels: [("ended", $0)]) }
         sharedConnections = registry.makeGauge(descriptor: Self.family("gateway_shared_tier_connections", "Redis connections ready now (one per event loop when the shared tier is healthy)."))
         sharedPasswordRefused = registry.makeGauge(descriptor: Self.family(
             "gateway_shared_tier_password_refused", "1 while Redis refuses the gateway's password (AUTH): the shared tier is off until it is fixed."
@@ -177,6 +184,16 @@ public final class GatewayMetrics: Sendable {
     /// Redis commands that failed, timed out, were not sent (no connection
     /// ready) or returned what does not parse.
     package func recordSharedErrors(_ count: Int) { if count > 0 { sharedErrors.increment(by: Int64(count)) } }
+    /// The `ended` label values of `gateway_shared_waits_total`.
+    package static let sharedWaitEnds = ["outcome", "entry", "takeover", "alone", "deadline"]
+
+    /// `count` identifiers stopped waiting for another replica's fetch, as
+    /// `ended` says (one of ``sharedWaitEnds``; any other is not counted).
+    package func recordSharedWaitsEnded(_ ended: String, _ count: Int) {
+        guard count > 0, let index = Self.sharedWaitEnds.firstIndex(of: ended) else { return }
+        sharedWaits[index].increment(by: Int64(count))
+    }
+
     /// Redis connections ready now (one per loop when all is well).
     package func recordSharedTierConnections(_ change: Int) {
         sharedConnections.increment(by: Double(change))

@@ -72,6 +72,22 @@ package final class Coalescer: Sendable {
         }
     }
 
+    /// Those of `identifiers` that no fetch in flight covers, in order
+    /// (`identifiers` itself when none is covered, the usual cold miss).
+    /// The shared tier is not asked for the others: the call joins their
+    /// fetch in process, and a lease its lookup took for them would be
+    /// one no fetch runs under, which another replica could only wait on.
+    package func notInFlight(scope: FetchScope, identifiers: [String]) -> [String] {
+        guard running.count > 0 else { return identifiers }
+        let keys = ScopedIdentifier.keys(scope: scope, identifiers: identifiers)
+        return state.withLock { state in
+            guard keys.contains(where: { state.machine.inFlight[$0] != nil }) else { return identifiers }
+            var open: [String] = []
+            for (index, key) in keys.enumerated() where state.machine.inFlight[key] == nil { open.append(identifiers[index]) }
+            return open
+        }
+    }
+
     /// A fetch ended: its identifiers are free again, its waiters get
     /// `outcome`, and a shutdown waiting for the last fetch goes on.
     package func finish(_ fetch: CoalescedFetch, with outcome: CoalescedFetch.Outcome) {

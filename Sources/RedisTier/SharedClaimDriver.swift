@@ -121,6 +121,8 @@ package final class SharedClaimDriver: @unchecked Sendable {
                     pollTimer = nil
                     perform(machine.pollDue(now: .now))
                 }
+            case .waitsEnded(let end, let count):
+                tier.metrics.recordSharedWaitsEnded(end.rawValue, count)
             case .finish(let parts):
                 pollTimer?.cancel()
                 pollTimer = nil

@@ -1,4 +1,3 @@
-import GatewayMetrics
 import MemoryTier
 import ProductsDomain
 
@@ -20,13 +19,17 @@ import ProductsDomain
 ///    on one connection.
 /// 3. **Wait** for another replica's outcome, looking again (step 1: the
 ///    entries and the claims) every `poll` (250 ms), until the fetch's
-///    deadline. A waiter never depends on one message: a claimer that died
-///    stops renewing, its lease lapses within 1 s, and the next look takes
-///    over; a lost message costs one poll. A "released" message looks
-///    again at once, at most once per ``minimumReclaimInterval``.
+///    deadline. The outcome message ends a wait as soon as the fetch waited
+///    for ends; the poll is only the fallback. A waiter never depends on
+///    one message: a claimer that died stops renewing, its lease lapses
+///    within 1 s, and the next look takes over; a lost message costs one
+///    poll. A "released" message looks again at once, at most once per
+///    ``minimumReclaimInterval``.
 ///
-/// A message that arrives before this replica's claim reply is kept and
-/// used if the reply says another replica holds the claim.
+/// A message that arrives while this replica's claim round trip is under
+/// way is kept and answers the identifier, whatever the reply says: the
+/// fetch it reports is the one the claim overlapped (a claim won just
+/// after that fetch released it is given back, not fetched again).
 /// When Redis cannot be asked, the identifiers are fetched without a claim
 /// (and nothing is published): the replica carries on alone. The same
 /// happens to identifiers being waited for once the tier is lost (the
@@ -49,10 +52,30 @@ package struct SharedClaimStateMachine<Page> {
         case waitUntil(ContinuousClock.Instant)
         /// Every identifier is answered: the parts, in the order they came.
         case finish([Outcome])
+        /// This many identifiers stopped waiting for another replica's
+        /// fetch, in this way (for `gateway_shared_waits_total`).
+        case waitsEnded(WaitEnd, Int)
+    }
+
+    /// How a wait on another replica's lease ended.
+    package enum WaitEnd: String, CaseIterable, Sendable {
+        /// The outcome message of the fetch waited for.
+        case outcome
+        /// A look found the entry the fetch stored (its message was lost).
+        case entry
+        /// A look found the lease gone, and this replica fetched (its
+        /// holder died, or its message was lost).
+        case takeover
+        /// The tier was lost: this replica fetched without it.
+        case alone
+        /// The fetch's deadline passed first.
+        case deadline
     }
 
     private enum Status: Equatable {
         case claiming
+        /// Claimed again after a wait (a poll, or a "released" message).
+        case looking
         /// Fetched by this replica; `claimed`: under its lease.
         case fetching(claimed: Bool)
         case waiting
@@ -120,27 +143,43 @@ package struct SharedClaimStateMachine<Page> {
         var wait = false
         var answered = false
         var earlyParts: [(identifier: String, outcome: Outcome)] = []
-        for identifier in identifiers where status[identifier] == .claiming {
+        var ended: [WaitEnd: Int] = [:]
+        for identifier in identifiers {
+            let looked: Bool
+            switch status[identifier] {
+            case .claiming?: looked = false
+            case .looking?: looked = true
+            default: continue
+            }
             let earlyOutcome = early.removeValue(forKey: identifier)
             if let entries, entries.identifiers.contains(identifier) {
                 resolve(identifier)
                 answered = true
                 if won.contains(identifier) { release.append(identifier) }
+                if looked { ended[.entry, default: 0] += 1 }
+            } else if let earlyOutcome {
+                // The fetch this claim overlapped ended while the reply was
+                // on its way: its outcome answers. A claim won anyway (the
+                // fetch released it just before the claim came) is given
+                // back, not fetched a second time.
+                resolve(identifier)
+                earlyParts.append((identifier, earlyOutcome))
+                if won.contains(identifier) { release.append(identifier) }
+                if looked { ended[.outcome, default: 0] += 1 }
             } else if won.contains(identifier) {
                 status[identifier] = .fetching(claimed: true)
                 fetch.append(identifier)
-            } else if let earlyOutcome {
-                // Its holder published before this reply came back.
-                resolve(identifier)
-                earlyParts.append((identifier, earlyOutcome))
+                if looked { ended[.takeover, default: 0] += 1 }
             } else if alone {
                 status[identifier] = .fetching(claimed: false)
                 fetchAlone.append(identifier)
+                if looked { ended[.alone, default: 0] += 1 }
             } else {
                 status[identifier] = .waiting
                 wait = true
             }
         }
+        for end in WaitEnd.allCases { if let count = ended[end] { actions.append(.waitsEnded(end, count)) } }
         if !fetchAlone.isEmpty { actions.append(.fetch(fetchAlone, claimed: false)) }
         if answered, let entries { parts.append(.success(entries.page)) }
         // One part per outcome, however many identifiers it answered.
@@ -168,12 +207,15 @@ package struct SharedClaimStateMachine<Page> {
     /// Redis could not be asked: fetch the identifiers without a claim.
     package mutating func claimFailed(_ identifiers: [String]) -> [Action] {
         var fetch: [String] = []
-        for identifier in identifiers where status[identifier] == .claiming {
+        var looked = 0
+        for identifier in identifiers where status[identifier] == .claiming || status[identifier] == .looking {
+            if status[identifier] == .looking { looked += 1 }
             status[identifier] = .fetching(claimed: false)
             fetch.append(identifier)
             early[identifier] = nil
         }
-        return fetch.isEmpty ? [] : [.fetch(fetch, claimed: false)]
+        let ended: [Action] = looked > 0 ? [.waitsEnded(.alone, looked)] : []
+        return fetch.isEmpty ? ended : ended + [.fetch(fetch, claimed: false)]
     }
 
     /// This replica's upstream fetch of `identifiers` ended.
@@ -193,31 +235,35 @@ package struct SharedClaimStateMachine<Page> {
     /// identifiers take it; those whose claim reply is still to come keep
     /// it, in case the reply says another replica holds them.
     package mutating func received(_ identifiers: [String], _ outcome: Outcome) -> [Action] {
-        var resolvedAny = false
+        var resolved = 0
         for identifier in identifiers {
             switch status[identifier] {
             case .waiting?:
                 resolve(identifier)
-                resolvedAny = true
-            case .claiming?:
+                resolved += 1
+            case .claiming?, .looking?:
                 early[identifier] = outcome
             default:
                 continue
             }
         }
-        if resolvedAny { parts.append(outcome) }
-        return finishIfDone()
+        guard resolved > 0 else { return [] }
+        parts.append(outcome)
+        return [.waitsEnded(.outcome, resolved)] + finishIfDone()
     }
 
     /// Another replica gave up its claims on `identifiers` without an
-    /// outcome (its own deadline passed): look again now, unless a look
-    /// went out less than ``minimumReclaimInterval`` ago (the next poll
-    /// looks then).
+    /// outcome (its own deadline passed, or a lease its lookup took was
+    /// not needed): look again now, or, when a look went out less than
+    /// ``minimumReclaimInterval`` ago, once that much has passed since.
     package mutating func released(_ identifiers: [String], now: ContinuousClock.Instant) -> [Action] {
-        if let lastClaim, now - lastClaim < Self.minimumReclaimInterval { return [] }
+        if let lastClaim, now - lastClaim < Self.minimumReclaimInterval {
+            guard identifiers.contains(where: { status[$0] == .waiting }) else { return [] }
+            return [.waitUntil(min(lastClaim + Self.minimumReclaimInterval, deadline))]
+        }
         var claim: [String] = []
         for identifier in identifiers where status[identifier] == .waiting {
-            status[identifier] = .claiming
+            status[identifier] = .looking
             claim.append(identifier)
         }
         guard !claim.isEmpty else { return [] }
@@ -234,9 +280,9 @@ package struct SharedClaimStateMachine<Page> {
         if now >= deadline {
             for identifier in waiting { resolve(identifier) }
             parts.append(.failure(.cancelled(detail: "another replica's fetch of these identifiers did not end within the call's deadline")))
-            return finishIfDone()
+            return [.waitsEnded(.deadline, waiting.count)] + finishIfDone()
         }
-        for identifier in waiting { status[identifier] = .claiming }
+        for identifier in waiting { status[identifier] = .looking }
         lastClaim = now
         return [.claim(waiting)]
     }
@@ -247,7 +293,7 @@ package struct SharedClaimStateMachine<Page> {
         alone = true
         let waiting = status.filter { $0.value == .waiting }.map(\.key).sorted()
         for identifier in waiting { status[identifier] = .fetching(claimed: false) }
-        return waiting.isEmpty ? [] : [.fetch(waiting, claimed: false)]
+        return waiting.isEmpty ? [] : [.waitsEnded(.alone, waiting.count), .fetch(waiting, claimed: false)]
     }
 
     /// Whether any identifier still waits for another replica.

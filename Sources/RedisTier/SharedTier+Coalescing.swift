@@ -23,25 +23,27 @@ extension SharedTier {
 
     /// Releases (and stores) for any number of fetches, in groups, one
     /// after the other. For each group, `ARGV` holds the claim value its
-    /// token wrote, its hold (ms), its identifier count `n`, whether it
-    /// stores (`1`) and where its claims are (`p`: leases in the entry
-    /// keys, ``SharedLease``; `c`: the claim keys), then, when it stores,
-    /// each entry's value and time to keep (ms). `KEYS` holds, in the same
-    /// order: for claims in the claim keys, its `n` entry keys when it
-    /// stores, then its `n` claims; for leases, its `n` entry keys (the
-    /// claims themselves); then its `n` wait flags.
+    /// token wrote, its identifier count `n`, whether it stores (`1`) and
+    /// where its claims are (`p`: leases in the entry keys, ``SharedLease``;
+    /// `c`: the claim keys), then, when it stores, each entry's value and
+    /// time to keep (ms). `KEYS` holds, in the same order: for claims in the
+    /// claim keys, its `n` entry keys when it stores, then its `n` claims;
+    /// for leases, its `n` entry keys (the claims themselves); then its `n`
+    /// wait flags.
     ///
     /// A group reads its claims and flags first, then stores its entries
     /// (they are its replica's answer, whoever holds the claims now; a
     /// lease in the entry key is replaced by its entry), then releases the
     /// claims its token still holds (a claim that lapsed and was taken over
-    /// is not its to release): it deletes their wait flags, and the claims,
-    /// unless a replica waited and the hold is above 0: then a claim is
-    /// held that long more, so the waiter, which would otherwise find
-    /// neither the claim nor (for a failure) an entry at its next look,
-    /// gets the outcome about to be published instead of fetching again.
-    /// The reply has one integer per group: 1 when any of its flags was
-    /// there (publish), else 0.
+    /// is not its to release): it deletes them and their wait flags. The
+    /// reply has one integer per group: 1 when any of its flags was there
+    /// (publish), else 0.
+    ///
+    /// Nothing is held once the fetch has ended: a call that comes after
+    /// it finds the identifier free and fetches at once, and a replica
+    /// that waited gets the outcome message. (A claim held a while longer
+    /// "as published" made every call arriving meanwhile wait for a poll,
+    /// as no message follows it.)
     ///
     /// However many groups and identifiers, the claims and the wait flags
     /// are read with one MGET each and what goes is deleted with one DEL.
@@ -60,11 +62,11 @@ extension SharedTier {
         local k, a = 0, 0
         while a < #ARGV do
           local group = {
-            token = ARGV[a + 1], hold = tonumber(ARGV[a + 2]), n = tonumber(ARGV[a + 3]),
-            inEntry = ARGV[a + 5] == 'p', base = #claimKeys, entries = k
+            token = ARGV[a + 1], n = tonumber(ARGV[a + 2]),
+            inEntry = ARGV[a + 4] == 'p', base = #claimKeys, entries = k
           }
-          local stores, n = ARGV[a + 4] == '1', group.n
-          a = a + 5
+          local stores, n = ARGV[a + 3] == '1', group.n
+          a = a + 4
           if stores then
             group.values = a
             a = a + 2 * n
@@ -96,11 +98,7 @@ extension SharedTier {
             end
             -- A lease in the entry key that an entry replaced is gone already.
             if ours and not (group.inEntry and group.values) then
-              if flagged and group.hold > 0 then
-                redis.call('SET', claimKeys[j], group.token .. ':published', 'PX', group.hold)
-              else
-                gone[#gone + 1] = claimKeys[j]
-              end
+              gone[#gone + 1] = claimKeys[j]
             end
           end
           result[g] = waited
@@ -111,18 +109,20 @@ extension SharedTier {
         return result
         """)
 
-    /// How long a released claim stays held while its outcome is published
-    /// to the replicas that wait for it.
-    package static let publishHold = Duration.milliseconds(250)
-
     /// For each identifier `i` of `n` (`KEYS[i]` its claim key, `KEYS[n+i]`
     /// its wait flag, `KEYS[2n+i]` its entry key), with `ARGV[1]` the
-    /// token, `ARGV[2]` a lease (ms) and `ARGV[3]` the token's lease value
-    /// (``SharedLease``), one integer:
+    /// token, `ARGV[2]` a lease (ms), `ARGV[3]` the token's lease value
+    /// (``SharedLease``) and `ARGV[4]` the start of every token of this
+    /// replica, one integer:
     /// - no entry (or a key that is not a string, or bytes that are
     ///   neither an entry nor a lease): the lease goes into the entry key,
     ///   where the fetch's entry will replace it (1);
     /// - this token's lease there: renewed (1);
+    /// - another lease of this replica there: taken over (1). This replica
+    ///   never waits for itself: its fetches in flight are joined in
+    ///   process, so such a lease is one no fetch runs under (a lookup's
+    ///   that joined a fetch instead, or a fetch's that has ended), whose
+    ///   release is on its way; waiting for it would wait for a poll;
     /// - another replica's lease there: held (0), and the wait flag says
     ///   someone waits for its outcome (for a lease's time: a waiter sets it
     ///   again at every look); unless its time left is longer than a lease
@@ -130,11 +130,16 @@ extension SharedTier {
     /// - an entry (one not fresh enough, or the lookup would have answered
     ///   from it): the entry stays for stale answers, and the claim key is
     ///   claimed: taken when free, without expiry, with a longer expiry than
-    ///   a lease, or not a string (2); renewed when it holds the token (2);
-    ///   else held (0), with the wait flag set.
+    ///   a lease, or not a string (2); renewed when it holds the token, or
+    ///   taken when it holds another of this replica's (2); else held (0),
+    ///   with the wait flag set.
     package static let claimScript = RedisScript("""
         local n = #KEYS / 3
         local lease = tonumber(ARGV[2])
+        local mine = ARGV[4]
+        local function ours(value, from)
+          return type(value) == 'string' and string.sub(value, from, from + #mine - 1) == mine
+        end
         local won = {}
         for i = 1, n do
           local entryKey, flag = KEYS[2 * n + i], KEYS[n + i]
@@ -148,7 +153,7 @@ extension SharedTier {
             won[i] = 1
           elseif head == 'OGC1' then
             local ttl = redis.call('PTTL', entryKey)
-            if ttl == -1 or ttl > lease then
+            if ttl == -1 or ttl > lease or ours(value, 5) then
               redis.call('SET', entryKey, ARGV[3], 'PX', lease)
               won[i] = 1
             else
@@ -163,6 +168,9 @@ extension SharedTier {
               won[i] = 2
             elseif redis.call('GET', key) == ARGV[1] then
               redis.call('PEXPIRE', key, lease)
+              won[i] = 2
+            elseif ours(redis.call('GET', key), 1) then
+              redis.call('SET', key, ARGV[1], 'PX', lease)
               won[i] = 2
             else
               redis.call('SET', flag, '1', 'PX', lease)
@@ -251,7 +259,7 @@ extension SharedTier {
         for identifier in identifiers { claimKeys.append(keys.claim(scope, identifier)) }
         for identifier in identifiers { claimKeys.append(keys.wait(scope, identifier)) }
         for identifier in identifiers { claimKeys.append(keys.entry(scope, identifier)) }
-        connection.eval(Self.claimScript, keys: claimKeys, arguments: [tokenBytes, lease, SharedLease.value(token: token)]) { result in
+        connection.eval(Self.claimScript, keys: claimKeys, arguments: [tokenBytes, lease, SharedLease.value(token: token), Array(replicaTokenPrefix.utf8)]) { result in
             collector.record(result, at: 0)
             if collector.isComplete { finish() }
         }
@@ -288,7 +296,7 @@ extension SharedTier {
             // The usual miss: its entries and its release in one script, one
             // command instead of one per identifier and one more.
             if let entries = entryArguments(page, scope: scope, identifiers: identifiers) {
-                release(identifiers, scope: scope, token: token, on: connection, leasesInEntryKeys: leasesInEntryKeys, announcing: .success(page), hold: Self.publishHold, storing: entries)
+                release(identifiers, scope: scope, token: token, on: connection, leasesInEntryKeys: leasesInEntryKeys, announcing: .success(page), storing: entries)
                 return
             }
             kind = .success(page)
@@ -297,7 +305,7 @@ extension SharedTier {
         case .failure(let failure):
             kind = .failure(failure)
         }
-        release(identifiers, scope: scope, token: token, on: connection, leasesInEntryKeys: leasesInEntryKeys, announcing: kind, hold: Self.publishHold)
+        release(identifiers, scope: scope, token: token, on: connection, leasesInEntryKeys: leasesInEntryKeys, announcing: kind)
     }
 
     /// Releases claims won for identifiers an entry already answered, and
@@ -318,11 +326,11 @@ extension SharedTier {
     /// for.
     package func release(
         _ identifiers: [String], scope: FetchScope, token: String, on connection: RedisConnection, leasesInEntryKeys: Bool,
-        announcing kind: SharedOutcomeMessage.Kind = .released, hold: Duration = .zero, storing entries: EntryArguments? = nil
+        announcing kind: SharedOutcomeMessage.Kind = .released, storing entries: EntryArguments? = nil
     ) {
         guard !identifiers.isEmpty else { return }
         let group = SharedReleaseBatch.Group(
-            identifiers: identifiers, scope: scope, token: token, leasesInEntryKeys: leasesInEntryKeys, kind: kind, hold: hold, entries: entries
+            identifiers: identifiers, scope: scope, token: token, leasesInEntryKeys: leasesInEntryKeys, kind: kind, entries: entries
         )
         guard let batch = releaseBatch(for: connection.loop), batch.add(group) else {
             sendReleases([group], on: connection)
@@ -339,7 +347,7 @@ extension SharedTier {
         for group in groups {
             let n = group.identifiers.count
             keyCount += (group.entries == nil || group.leasesInEntryKeys ? 2 : 3) * n
-            argumentCount += 5 + (group.entries == nil ? 0 : 2 * n)
+            argumentCount += 4 + (group.entries == nil ? 0 : 2 * n)
             bytes += 200 * n + (group.entries?.values.reduce(0) { $0 + $1.count + 24 } ?? 0)
         }
         var command = RedisCommand.evalsha(Self.releaseScript, keyCount: keyCount, reservingBytes: bytes, arguments: keyCount + argumentCount)
@@ -354,7 +362,6 @@ extension SharedTier {
         }
         for group in groups {
             if group.leasesInEntryKeys { command.append(SharedLease.value(token: group.token)) } else { command.append(group.token) }
-            command.append(Int64(group.hold.milliseconds))
             command.append(Int64(group.identifiers.count))
             command.append(group.entries == nil ? "0" : "1")
             command.append(group.leasesInEntryKeys ? "p" : "c")
@@ -530,7 +537,6 @@ package final class SharedReleaseBatch: @unchecked Sendable {
         /// rather than in the claim keys.
         package let leasesInEntryKeys: Bool
         package let kind: SharedOutcomeMessage.Kind
-        package let hold: Duration
         package let entries: SharedTier.EntryArguments?
     }
 

@@ -146,8 +146,12 @@ package final class SharedTier: Sendable {
 
     /// A token no other claim of any replica has.
     package func makeClaimToken() -> String {
-        "\(replicaToken)-\(nextClaim.add(1, ordering: .relaxed).oldValue)"
+        "\(replicaTokenPrefix)\(nextClaim.add(1, ordering: .relaxed).oldValue)"
     }
+
+    /// How every claim token of this replica starts (and no other
+    /// replica's: the replica token is random, then a dash).
+    package var replicaTokenPrefix: String { "\(replicaToken)-" }
 
     /// `loop`'s connection, ready, and the subscriber ready: only then
     /// does a fetch coalesce across replicas.

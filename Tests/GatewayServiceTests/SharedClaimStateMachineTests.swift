@@ -23,6 +23,7 @@ struct SharedClaimStateMachineTests {
             case .release(let ids): "release \(ids.sorted())"
             case .waitUntil(let instant): "wait +\(Int((instant - t0) / .milliseconds(1)))ms"
             case .finish(let parts): "finish \(parts.map(describe))"
+            case .waitsEnded(let end, let count): "ended \(end.rawValue) x\(count)"
             }
         }
     }
@@ -58,7 +59,7 @@ struct SharedClaimStateMachineTests {
         #expect(machine.isWaiting)
         // A message about other identifiers changes nothing.
         #expect(Self.describe(machine.received(["z"], .success("other"))).isEmpty)
-        #expect(Self.describe(machine.received(["a"], outcome)) == ["finish [\"\(Self.describe(outcome))\"]"])
+        #expect(Self.describe(machine.received(["a"], outcome)) == ["ended outcome x1", "finish [\"\(Self.describe(outcome))\"]"])
     }
 
     @Test func partlyOwnedPartlyWaitedPartlyFound() {
@@ -70,7 +71,7 @@ struct SharedClaimStateMachineTests {
         #expect(Self.describe(actions) == ["release [\"d\"]", "fetch [\"a\"] claimed=true", "wait +250ms"])
         #expect(machine.leased == ["a"])
         #expect(Self.describe(machine.fetched(["a"], .success("mine-a"), claimed: true)) == ["publish [\"a\"] mine-a"])
-        #expect(Self.describe(machine.received(["b"], .success("theirs-b"))) == ["finish [\"cached-cd\", \"mine-a\", \"theirs-b\"]"])
+        #expect(Self.describe(machine.received(["b"], .success("theirs-b"))) == ["ended outcome x1", "finish [\"cached-cd\", \"mine-a\", \"theirs-b\"]"])
     }
 
     /// The claimer died: it stops renewing, its lease lapses, and the
@@ -84,7 +85,7 @@ struct SharedClaimStateMachineTests {
         #expect(Self.describe(machine.claimed(["a"], won: [], entries: nil, now: Self.t0 + .milliseconds(250))) == ["wait +500ms"])
         // Lapsed by the fifth: won.
         #expect(Self.describe(machine.pollDue(now: Self.t0 + .milliseconds(1250))) == ["claim [\"a\"]"])
-        #expect(Self.describe(machine.claimed(["a"], won: ["a"], entries: nil, now: Self.t0 + .milliseconds(1250))) == ["fetch [\"a\"] claimed=true"])
+        #expect(Self.describe(machine.claimed(["a"], won: ["a"], entries: nil, now: Self.t0 + .milliseconds(1250))) == ["ended takeover x1", "fetch [\"a\"] claimed=true"])
         #expect(machine.leased == ["a"])
         #expect(Self.describe(machine.fetched(["a"], .success("mine"), claimed: true)) == ["publish [\"a\"] mine", "finish [\"mine\"]"])
         #expect(machine.leased.isEmpty)
@@ -98,7 +99,7 @@ struct SharedClaimStateMachineTests {
         _ = machine.claimed(["a", "b"], won: [], entries: nil, now: Self.t0)
         #expect(Self.describe(machine.pollDue(now: Self.t0 + .milliseconds(250))) == ["claim [\"a\", \"b\"]"])
         #expect(Self.describe(machine.claimed(["a", "b"], won: [], entries: (page: "stored-ab", identifiers: ["a", "b"]), now: Self.t0 + .milliseconds(250))) == [
-            "finish [\"stored-ab\"]",
+            "ended entry x2", "finish [\"stored-ab\"]",
         ])
     }
 
@@ -108,26 +109,31 @@ struct SharedClaimStateMachineTests {
         _ = machine.start(now: Self.t0)
         #expect(Self.describe(machine.claimed(["a", "b"], won: ["a"], entries: nil, now: Self.t0)) == ["fetch [\"a\"] claimed=true", "wait +200ms"])
         // b fails with cancelled; nothing to do until a's own fetch ends.
-        #expect(Self.describe(machine.pollDue(now: Self.t0 + .milliseconds(200))).isEmpty)
+        #expect(Self.describe(machine.pollDue(now: Self.t0 + .milliseconds(200))) == ["ended deadline x1"])
         #expect(!machine.isWaiting)
         #expect(!machine.isFinished)
         #expect(Self.describe(machine.fetched(["a"], .success("mine"), claimed: true)) == ["publish [\"a\"] mine", "finish [\"cancelled\", \"mine\"]"])
     }
 
-    /// The claimer gave up (its caller's deadline): waiters look again at
-    /// once, but not more than once per 50 ms, however many such messages
-    /// come (forged ones included): the poll looks then.
+    /// The claimer gave up (its caller's deadline, or a lookup's lease no
+    /// fetch needed): waiters look again at once, but not more than once
+    /// per 50 ms, however many such messages come (forged ones included):
+    /// one that comes sooner moves the next look to 50 ms after the last,
+    /// not to the poll.
     @Test func aReleaseSendsWaitersBackToClaimingAtMostOncePerInterval() {
         var machine = Self.machine(["a"])
         _ = machine.start(now: Self.t0)
         _ = machine.claimed(["a"], won: [], entries: nil, now: Self.t0)
-        #expect(Self.describe(machine.released(["a"], now: Self.t0 + .milliseconds(10))).isEmpty)
+        #expect(Self.describe(machine.released(["a"], now: Self.t0 + .milliseconds(10))) == ["wait +50ms"])
         #expect(Self.describe(machine.released(["a"], now: Self.t0 + .milliseconds(60))) == ["claim [\"a\"]"])
-        #expect(Self.describe(machine.released(["a"], now: Self.t0 + .milliseconds(200))).isEmpty)
+        // Claiming already: nothing waits, so nothing to move.
+        #expect(Self.describe(machine.released(["a"], now: Self.t0 + .milliseconds(100))).isEmpty)
         _ = machine.claimed(["a"], won: [], entries: nil, now: Self.t0 + .milliseconds(61))
-        for millisecond in 62..<100 {
-            #expect(Self.describe(machine.released(["a"], now: Self.t0 + .milliseconds(millisecond))).isEmpty)
+        for millisecond in 62..<110 {
+            #expect(Self.describe(machine.released(["a"], now: Self.t0 + .milliseconds(millisecond))) == ["wait +110ms"])
         }
+        // A message about identifiers nobody waits for moves nothing.
+        #expect(Self.describe(machine.released(["z"], now: Self.t0 + .milliseconds(70))).isEmpty)
     }
 
     /// An outcome that arrives before this replica's claim reply is kept:
@@ -139,11 +145,40 @@ struct SharedClaimStateMachineTests {
         #expect(Self.describe(machine.received(["a"], .success("theirs-a"))).isEmpty)
         #expect(Self.describe(machine.claimed(["a", "b"], won: ["b"], entries: nil, now: Self.t0)) == ["fetch [\"b\"] claimed=true"])
         #expect(Self.describe(machine.fetched(["b"], .success("mine-b"), claimed: true)) == ["publish [\"b\"] mine-b", "finish [\"theirs-a\", \"mine-b\"]"])
-        // Won: an early outcome is not used (this replica fetches).
+        // Won anyway (the other fetch released its lease just before this
+        // claim came): its outcome still answers, and the claim is given
+        // back instead of fetching a second time.
         var won = Self.machine(["a"])
         _ = won.start(now: Self.t0)
         _ = won.received(["a"], .success("theirs"))
-        #expect(Self.describe(won.claimed(["a"], won: ["a"], entries: nil, now: Self.t0)) == ["fetch [\"a\"] claimed=true"])
+        #expect(Self.describe(won.claimed(["a"], won: ["a"], entries: nil, now: Self.t0)) == ["release [\"a\"]", "finish [\"theirs\"]"])
+    }
+
+    /// A waiter whose poll looks again while the fetch it waits for ends:
+    /// the outcome message, arriving during that look, answers it even when
+    /// the look won the lease the fetch had just given back. No second
+    /// fetch, and no further wait.
+    @Test func anOutcomeDuringALookAnswersEvenIfTheLookWon() {
+        var machine = Self.machine(["a"], deadline: .seconds(30))
+        _ = machine.start(now: Self.t0)
+        _ = machine.claimed(["a"], won: [], entries: nil, now: Self.t0)
+        #expect(Self.describe(machine.pollDue(now: Self.t0 + .milliseconds(250))) == ["claim [\"a\"]"])
+        #expect(Self.describe(machine.received(["a"], .success("theirs"))).isEmpty)
+        #expect(Self.describe(machine.claimed(["a"], won: ["a"], entries: nil, now: Self.t0 + .milliseconds(251))) == [
+            "ended outcome x1", "release [\"a\"]", "finish [\"theirs\"]",
+        ])
+        #expect(machine.leased.isEmpty)
+    }
+
+    /// A look that finds the lease still held (the fetch is slower than a
+    /// poll) waits again, and the message then ends the wait.
+    @Test func aLookThatFindsTheLeaseHeldWaitsForTheMessage() {
+        var machine = Self.machine(["a"], deadline: .seconds(30))
+        _ = machine.start(now: Self.t0)
+        _ = machine.claimed(["a"], won: [], entries: nil, now: Self.t0)
+        _ = machine.pollDue(now: Self.t0 + .milliseconds(250))
+        #expect(Self.describe(machine.claimed(["a"], won: [], entries: nil, now: Self.t0 + .milliseconds(251))) == ["wait +501ms"])
+        #expect(Self.describe(machine.received(["a"], .failure(.connectionError(detail: "x")))) == ["ended outcome x1", "finish [\"connectionError\"]"])
     }
 
     /// The call's lookup already took some leases and found others held:
@@ -171,7 +206,7 @@ struct SharedClaimStateMachineTests {
         var machine = Self.machine(["a", "b", "c"], deadline: .seconds(30))
         _ = machine.start(now: Self.t0)
         _ = machine.claimed(["a", "b"], won: [], entries: nil, now: Self.t0)
-        #expect(Self.describe(machine.sharedTierLost()) == ["fetch [\"a\", \"b\"] claimed=false"])
+        #expect(Self.describe(machine.sharedTierLost()) == ["ended alone x2", "fetch [\"a\", \"b\"] claimed=false"])
         #expect(!machine.isWaiting)
         // A claim reply after that: what another replica holds is fetched too.
         #expect(Self.describe(machine.claimed(["c"], won: [], entries: nil, now: Self.t0)) == ["fetch [\"c\"] claimed=false"])

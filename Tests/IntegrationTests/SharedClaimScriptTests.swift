@@ -31,15 +31,20 @@ struct SharedClaimScriptTests {
         for key in ["p:h", "p:i", "p:j"] { try redis.cli("SET", key, entry, "PX", "60000") }
         try redis.cli("SET", "c:i", "other", "PX", "50000")
         try redis.cli("SET", "c:j", "forged", "PX", "600000")
+        // k: another lease of this replica (a lookup's, or an ended
+        // fetch's); l: an entry, its claim key held by this replica too.
+        try redis.cli("SET", "p:k", "OGC1mine-7", "PX", "50000")
+        try redis.cli("SET", "p:l", entry, "PX", "60000")
+        try redis.cli("SET", "c:l", "mine-9", "PX", "50000")
 
-        let ids = ["a", "b", "c", "d", "e", "f", "g", "h", "i", "j"]
+        let ids = ["a", "b", "c", "d", "e", "f", "g", "h", "i", "j", "k", "l"]
         let keys = ids.map { "c:\($0)" } + ids.map { "w:\($0)" } + ids.map { "p:\($0)" }
-        let reply = try redis.cli(["EVAL", script, String(keys.count)] + keys + ["t", "60000", "OGC1t"])
-        #expect(reply.split(whereSeparator: \.isNewline).map(String.init) == ["1", "1", "0", "1", "1", "1", "1", "2", "0", "2"])
+        let reply = try redis.cli(["EVAL", script, String(keys.count)] + keys + ["t", "60000", "OGC1t", "mine-"])
+        #expect(reply.split(whereSeparator: \.isNewline).map(String.init) == ["1", "1", "0", "1", "1", "1", "1", "2", "0", "2", "1", "2"])
 
         func ttl(_ key: String) throws -> Int { Int(try redis.cli("PTTL", key)) ?? -3 }
         // Leases in the entry keys, for a lease's time.
-        for id in ["a", "b", "d", "e", "f", "g"] {
+        for id in ["a", "b", "d", "e", "f", "g", "k"] {
             #expect(try redis.cli("GET", "p:\(id)") == "OGC1t", "\(id)")
             #expect((50001...60000).contains(try ttl("p:\(id)")), "\(id)")
         }
@@ -49,13 +54,13 @@ struct SharedClaimScriptTests {
         #expect(try redis.cli("GET", "c:i") == "other")
         #expect(try redis.cli("EXISTS", "w:i") == "1")
         // Beside an entry, which stays: the claim key.
-        for id in ["h", "j"] {
+        for id in ["h", "j", "l"] {
             #expect(try redis.cli("GET", "p:\(id)") == entry, "\(id)")
             #expect(try redis.cli("GET", "c:\(id)") == "t", "\(id)")
             #expect((50001...60000).contains(try ttl("c:\(id)")), "\(id)")
         }
         // Nobody waits where the claim was won.
-        for id in ["a", "b", "d", "e", "f", "g", "h", "j"] {
+        for id in ["a", "b", "d", "e", "f", "g", "h", "j", "k", "l"] {
             #expect(try redis.cli("EXISTS", "w:\(id)") == "0", "\(id)")
         }
     }

@@ -325,13 +325,21 @@ private final class ProductsCallDriver: @unchecked Sendable {
         while true {
             switch action {
             case .lookUpSharedTier(let missing):
+                // What a fetch in flight in this process covers is joined,
+                // not looked up: no Redis round trip, and no lease that no
+                // fetch would run under.
                 guard let tier = service.sharedTier else {
                     action = machine.sharedTierAnswered(now: .now)
                     continue
                 }
-                tier.lookup(scope: machine.call.scope, identifiers: missing, on: loop) { [self] found in
+                let asked = service.coalescer.notInFlight(scope: machine.call.scope, identifiers: missing)
+                guard !asked.isEmpty else {
+                    action = machine.sharedTierAnswered(now: .now)
+                    continue
+                }
+                tier.lookup(scope: machine.call.scope, identifiers: asked, on: loop) { [self] found in
                     machine.call.preclaim = found?.claims
-                    if let found { service.absorbShared(found.entries, asked: missing, into: &machine.call, on: loop) }
+                    if let found { service.absorbShared(found.entries, asked: asked, into: &machine.call, on: loop) }
                     perform(machine.sharedTierAnswered(now: .now))
                 }
                 return
