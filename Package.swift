@@ -171,6 +171,11 @@ let package = Package(
             swiftSettings: strictSwift
         ),
 
+        // MARK: Network faults for tests: a TCP proxy between the gateway and
+        // Redis or the TLS upstream (latency, partitions, resets, forgotten
+        // flows). Plain sockets and one thread; only test targets link it.
+        .target(name: "FaultProxy", swiftSettings: strictSwift),
+
         // MARK: Fuzzing: libFuzzer's entry point over JSONRPC.
         // It also reads the input as what Redis may hold (the shared tier's
         // entries and messages), through GatewayService's package API.
@@ -186,11 +191,12 @@ let package = Package(
         .testTarget(name: "JSONRPCTests", dependencies: ["JSONRPC"], swiftSettings: testSwift),
         .testTarget(name: "ProductsDomainTests", dependencies: ["ProductsDomain", "JSONRPC"], swiftSettings: testSwift),
         .testTarget(name: "ServiceDescriptionTests", dependencies: ["ServiceDescription", "JSONRPC"], swiftSettings: testSwift),
+        .testTarget(name: "FaultProxyTests", dependencies: ["FaultProxy"], swiftSettings: testSwift),
         .testTarget(name: "GatewayServiceTests", dependencies: ["GatewayService", "MemoryTier", "RedisTier", "GatewayMetrics", "ProductsDomain", "JSONRPC"], swiftSettings: testSwift),
         .testTarget(
             name: "IntegrationTests",
             dependencies: [
-                "GatewayService", "MemoryTier", "RedisTier", "GatewayMetrics", "MockUpstream", "EventTransport", "JSONRPC", "ProductsDomain", "ProductsGatewayCLI", "MockUpstreamCLI", "ServiceDescription",
+                "GatewayService", "MemoryTier", "RedisTier", "GatewayMetrics", "MockUpstream", "EventTransport", "JSONRPC", "ProductsDomain", "ProductsGatewayCLI", "MockUpstreamCLI", "ServiceDescription", "FaultProxy",
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
             swiftSettings: testSwift
