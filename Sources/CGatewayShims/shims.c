@@ -142,6 +142,14 @@ int gw_socket_set_nodelay(int fd) {
     return setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 }
 
+int gw_socket_set_keepalive(int fd, int idle_seconds, int interval_seconds, int count) {
+    int one = 1;
+    if (setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof(one)) != 0) return -1;
+    if (setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle_seconds, sizeof(idle_seconds)) != 0) return -1;
+    if (setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &interval_seconds, sizeof(interval_seconds)) != 0) return -1;
+    return setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &count, sizeof(count));
+}
+
 int gw_socket_set_linger_zero(int fd) {
     struct linger option = { .l_onoff = 1, .l_linger = 0 };
     return setsockopt(fd, SOL_SOCKET, SO_LINGER, &option, sizeof(option));

@@ -91,7 +91,20 @@ final class HTTPSConnection: @unchecked Sendable {
         isClosed = true
     }
 
-    func markClosed() { isClosed = true }
+    /// Ends the connection now, before ``free()`` (its bufferevent may be
+    /// on the stack of the callback that reported its end): no callback
+    /// comes after, and the socket is shut down at once, so the upstream
+    /// sees it closed before the lease it held lets another connection
+    /// open: never more than `UPSTREAM_CONCURRENCY` are open to it.
+    func markClosed() {
+        isClosed = true
+        if let timerEvent { event_del(timerEvent) }
+        guard let bev = bufferevent else { return }
+        bufferevent_setcb(bev, nil, nil, nil, nil)
+        bufferevent_disable(bev, Int16(EV_READ | EV_WRITE))
+        let fd = bufferevent_getfd(bev)
+        if fd >= 0 { _ = shutdown(fd, Int32(SHUT_RDWR)) }
+    }
 
     /// Writes `GET path` with `headers` (and Host) and calls `completion`
     /// once: with the response, or why there is none.
@@ -180,7 +193,13 @@ final class HTTPSConnection: @unchecked Sendable {
     fileprivate func event(_ what: Int16) {
         let socketError = errno
         if what & Int16(BEV_EVENT_CONNECTED) != 0 {
-            if let bev = bufferevent { _ = gw_socket_set_nodelay(bufferevent_getfd(bev)) }
+            if let bev = bufferevent {
+                let fd = bufferevent_getfd(bev)
+                _ = gw_socket_set_nodelay(fd)
+                // A kept-alive connection whose upstream went away in
+                // silence is found within about a minute, not at its next use.
+                _ = gw_socket_set_keepalive(fd, 30, 10, 3)
+            }
             isConnected = true
             return
         }

@@ -12,13 +12,18 @@ import Glibc
 /// through hiredis's libevent adapter: no thread of its own, and every
 /// callback arrives on that loop.
 ///
-/// The connection connects (and reconnects, with backoff) on its own. A
-/// command sent while it is not ready fails at once with
-/// ``RedisError/Kind/notConnected``: no call ever waits for a reconnect.
-/// Every command has the endpoint's `commandTimeout`; when the oldest
-/// outstanding command passes it, the connection is considered stalled:
-/// every outstanding command fails with ``RedisError/Kind/timeout``, the
-/// connection is dropped and made again after a backoff.
+/// The connection connects (and reconnects, at most once a second) on its
+/// own, and is ready only once Redis has answered a `PING` on it (after
+/// `AUTH` and `SELECT`): a TCP connection that a middlebox accepts while
+/// Redis is out of reach never takes a command. A command sent while it is
+/// not ready fails at once with ``RedisError/Kind/notConnected``: no call
+/// ever waits for a reconnect. Every command has the endpoint's
+/// `commandTimeout`; when the oldest outstanding command passes it, the
+/// connection is considered stalled: every outstanding command fails with
+/// ``RedisError/Kind/timeout``, the connection is dropped (so a reply that
+/// comes later is never read, let alone taken for another command's) and
+/// made again after the retry interval. TCP keepalive finds a peer that
+/// went away while nothing was sent.
 ///
 /// Loop-bound: create it anywhere, then use it only on `loop` (``start()``,
 /// ``send(_:completion:)``, ``command(_:)``, ``close()``).
@@ -72,7 +77,6 @@ public final class RedisConnection: @unchecked Sendable {
     private var deadlineTimerAt = ContinuousClock.Instant.now
     private var retryTimer: LoopTimer?
     private var connectTimer: LoopTimer?
-    private var failedAttempts = 0
     /// Whether the connection last dropped was ready, for the observer.
     private var droppedReady = false
 
@@ -108,6 +112,19 @@ public final class RedisConnection: @unchecked Sendable {
         loop.preconditionInEventLoop()
         guard state == .idle, retryTimer == nil else { return }
         connect()
+    }
+
+    /// Drops the connection now (outstanding commands fail at once with
+    /// ``RedisError/Kind/disconnected``) and connects again after the retry
+    /// interval, proving itself with a `PING` before it takes a command.
+    /// For when another connection to the same Redis found it unreachable:
+    /// this one is probably cut off too, and must not cost a call a
+    /// timeout to find out. On `loop`.
+    public func reset(_ reason: String) {
+        loop.preconditionInEventLoop()
+        guard state == .ready || state == .connecting else { return }
+        drop(RedisError(.disconnected, reason), freeContext: true)
+        failed(reason)
     }
 
     /// Drops the connection for good: outstanding commands fail with
@@ -300,6 +317,9 @@ public final class RedisConnection: @unchecked Sendable {
             return
         }
         context.pointee.data = Unmanaged.passUnretained(self).toOpaque()
+        // A peer gone without a word (a host lost, a NAT entry forgotten)
+        // is found even while nothing is sent (hiredis: idle 15 s).
+        _ = redisEnableKeepAlive(&context.pointee.c)
         guard gw_redis_libevent_attach(context, loop.base) == REDIS_OK else {
             context.pointee.data = nil
             redisAsyncFree(context)
@@ -330,6 +350,13 @@ public final class RedisConnection: @unchecked Sendable {
                 handshakeReplied(result, step: "SELECT \(endpoint.database)")
             }
         }
+        // Redis itself must answer before the connection takes a command:
+        // a proxy or load balancer accepts TCP connections while the
+        // server behind it is cut off.
+        handshakeLeft += 1
+        _ = enqueue(RedisCommand([Array("PING".utf8)]), on: context, deadline: deadline, isHandshake: true) { [self] result in
+            handshakeReplied(result, step: "PING")
+        }
     }
 
     /// hiredis: the TCP connection is made or has failed.
@@ -342,7 +369,6 @@ public final class RedisConnection: @unchecked Sendable {
             failed("cannot connect to Redis at \(endpoint.host):\(endpoint.port): \(message)")
             return
         }
-        if handshakeLeft == 0 { becomeReady() }
     }
 
     private func handshakeReplied(_ result: Result<RedisValue, RedisError>, step: String) {
@@ -379,7 +405,6 @@ public final class RedisConnection: @unchecked Sendable {
         }
         connectTimer?.cancel()
         connectTimer = nil
-        failedAttempts = 0
         state = .ready
         if endpoint.password != nil { observer?.redisPasswordRefused(loop: loop.name, false) }
         observer?.redisConnected(loop: loop.name)
@@ -435,6 +460,7 @@ public final class RedisConnection: @unchecked Sendable {
             let head = pending[pendingHead...].min { $0.deadline < $1.deadline }!
             if head.deadline <= .now {
                 let wasConnecting = state == .connecting
+                if state == .ready { observer?.redisTimedOut(loop: loop.name) }
                 drop(RedisError(.timeout, "Redis did not answer within \(endpoint.commandTimeout.milliseconds) ms"), freeContext: true)
                 failed(wasConnecting
                     ? "connecting to Redis at \(endpoint.host):\(endpoint.port) took over \(endpoint.connectTimeout.milliseconds) ms"
@@ -468,19 +494,23 @@ public final class RedisConnection: @unchecked Sendable {
         for entry in outstanding { entry.completion(.failure(error)) }
     }
 
+    /// How long after a failed attempt or a lost connection the next
+    /// attempt starts: at most one a second (a partitioned Redis costs the
+    /// replica no more), and soon enough that the replica uses Redis again
+    /// within 2 s of its answering (an attempt under way when it does
+    /// gets its `PING` answered at once). Jittered, so a fleet of replicas
+    /// does not reconnect in step.
+    public static let retryInterval = Duration.milliseconds(1000) ... Duration.milliseconds(1200)
+
     /// An attempt failed or a connection was lost: tell the observer and
-    /// try again after a jittered exponential backoff (100 ms doubling to
-    /// 5 s), in the background.
+    /// try again after ``retryInterval``, in the background.
     private func failed(_ message: String) {
         guard state != .closed else { return }
         state = .idle
         let wasReady = droppedReady
         droppedReady = false
         observer?.redisConnectionFailed(loop: loop.name, message: message, wasReady: wasReady)
-        failedAttempts += 1
-        let exponent = min(failedAttempts - 1, 6)
-        let base = min(100 << exponent, 5000)
-        let delay = Duration.milliseconds(Int.random(in: base / 2 ... base))
+        let delay = Duration.milliseconds(Int.random(in: Int(Self.retryInterval.lowerBound.milliseconds) ... Int(Self.retryInterval.upperBound.milliseconds)))
         retryTimer?.cancel()
         retryTimer = loop.scheduleTimer(after: delay) { [self] in
             retryTimer = nil

@@ -78,6 +78,10 @@ public protocol RedisConnectionObserver: Sendable {
     func redisConnectionFailed(loop: String, message: String, wasReady: Bool)
     /// A ready connection was closed for good (shutdown).
     func redisConnectionClosed(loop: String)
+    /// A command on a ready connection waited its whole timeout: the
+    /// connection is dropped (``redisConnectionFailed(loop:message:wasReady:)``
+    /// follows).
+    func redisTimedOut(loop: String)
     /// Whether the server refused the password (`AUTH`) on this loop's
     /// last attempt: `true` after a refusal, `false` once a connection
     /// with a password is ready again.
@@ -86,4 +90,5 @@ public protocol RedisConnectionObserver: Sendable {
 
 extension RedisConnectionObserver {
     public func redisPasswordRefused(loop: String, _ refused: Bool) {}
+    public func redisTimedOut(loop: String) {}
 }

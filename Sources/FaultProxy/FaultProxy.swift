@@ -147,6 +147,14 @@ public final class FaultProxy: Sendable {
         core.state.withLock { $0.acceptedCount }
     }
 
+    /// The most connections open at once on the client's side (its end not
+    /// closed) since the proxy started: what a client's cap on its
+    /// connections is checked against. A connection the client closed
+    /// while the server keeps its end open no longer counts.
+    public var peakOpenCount: Int {
+        core.state.withLock { $0.peakOpenCount }
+    }
+
     /// Connections open now: those for which the proxy still holds a
     /// socket, including forgotten ones whose client has not yet been
     /// reset.

@@ -124,6 +124,10 @@ struct ProxyState {
     var connections: [Int: Connection] = [:]
     var nextID = 0
     var acceptedCount = 0
+    /// The most connections whose client had not closed its side, at once
+    /// so far (measured after each turn of the loop, once the closes it
+    /// read are known).
+    var peakOpenCount = 0
 
     init(listener: Int32, targetPort: Int) {
         self.listener = listener
@@ -263,10 +267,12 @@ struct ProxyState {
                 }
             }
         }
+        var clients = 0
+        for connection in connections.values where connection.client >= 0 && !connection.toServer.sourceEnded { clients += 1 }
+        peakOpenCount = max(peakOpenCount, clients)
     }
 
-    /// Reads what the socket has (up to the hold limit) into the flow;
-    /// false when the socket failed.
+
     private static func read(_ fd: Int32, into flow: inout Flow, latency: Duration, now: ContinuousClock.Instant) -> Bool {
         var buffer = [UInt8](repeating: 0, count: readSize)
         while !flow.sourceEnded && flow.held < holdLimit {

@@ -33,6 +33,10 @@ public final class GatewayMetrics: Sendable {
     private let sharedHits: Prometheus.Counter
     private let sharedErrors: Prometheus.Counter
     private let sharedConnections: Prometheus.Gauge
+    /// `gateway_shared_tier_up`, made by the shared tier only: absent
+    /// without `GATEWAY_REDIS_URL`.
+    private let sharedTierUp = Mutex<Prometheus.Gauge?>(nil)
+    private let sharedTierTimeouts: Prometheus.Counter
     /// By position in ``sharedWaitEnds``.
     private let sharedWaits: [Prometheus.Counter]
     private let sharedPasswordRefused: Prometheus.Gauge
@@ -116,6 +120,10 @@ public final class GatewayMetrics: Sendable {
             "Identifiers that waited for another replica's fetch, by how the wait ended: outcome (its message), entry, takeover (the lease was gone at a look: a dead replica or a lost message), alone (the shared tier was lost), deadline."
         )
         sharedWaits = Self.sharedWaitEnds.map { registry.makeCounter(descriptor: waits, labels: [("ended", $0)]) }
+        sharedTierTimeouts = registry.makeCounter(descriptor: Self.family(
+            "gateway_shared_tier_timeouts_total",
+            "Times a Redis round trip waited the whole GATEWAY_REDIS_TIMEOUT_MS (each takes the shared tier down until Redis answers again): what a partition costs the calls."
+        ))
         sharedConnections = registry.makeGauge(descriptor: Self.family("gateway_shared_tier_connections", "Redis connections ready now (one per event loop when the shared tier is healthy)."))
         sharedPasswordRefused = registry.makeGauge(descriptor: Self.family(
             "gateway_shared_tier_password_refused", "1 while Redis refuses the gateway's password (AUTH): the shared tier is off until it is fixed."
@@ -193,6 +201,22 @@ public final class GatewayMetrics: Sendable {
         guard count > 0, let index = Self.sharedWaitEnds.firstIndex(of: ended) else { return }
         sharedWaits[index].increment(by: Int64(count))
     }
+
+    /// Whether the replica uses Redis now (`gateway_shared_tier_up`, made
+    /// at the first call).
+    package func recordSharedTierUp(_ up: Bool) {
+        sharedTierUp.withLock { gauge in
+            if gauge == nil {
+                gauge = registry.makeGauge(descriptor: Self.family(
+                    "gateway_shared_tier_up", "1 while the replica uses the shared tier (Redis), 0 while it goes on without it (unreachable, timing out, or not connected yet)."
+                ))
+            }
+            gauge?.set(to: up ? 1 : 0)
+        }
+    }
+
+    /// A Redis round trip waited its whole timeout.
+    package func recordSharedTierTimeout() { sharedTierTimeouts.increment() }
 
     /// Redis connections ready now (one per loop when all is well).
     package func recordSharedTierConnections(_ change: Int) {

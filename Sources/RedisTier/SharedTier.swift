@@ -46,6 +46,8 @@ package final class SharedTier: Sendable {
     /// Whether fetches coalesce across replicas (claims, the outcomes
     /// channel), besides sharing the cache.
     package let coalesces: Bool
+    /// Whether the replica uses Redis now (`gateway_shared_tier_up`).
+    package let circuit: SharedTierCircuit
     /// How long a claim lives unless renewed: a replica that dies mid-fetch
     /// holds its identifiers at most this long.
     package static let lease = Duration.seconds(1)
@@ -76,7 +78,9 @@ package final class SharedTier: Sendable {
             connectTimeout: max(.seconds(1), .milliseconds(configuration.timeoutMS))
         )
         let log = RateLimitedLog(logger: logger, interval: .seconds(10))
-        let observer = SharedTierObserver(log: log, endpoint: configuration.redactedURL, metrics: metrics)
+        let circuit = SharedTierCircuit(connections: loops.count, metrics: metrics, log: log, endpoint: configuration.redactedURL)
+        self.circuit = circuit
+        let observer = SharedTierObserver(log: log, endpoint: configuration.redactedURL, metrics: metrics, circuit: circuit)
         var connections: [ObjectIdentifier: RedisConnection] = [:]
         var ordered: [RedisConnection] = []
         var lookupBatches: [ObjectIdentifier: SharedLookupBatch] = [:]
@@ -116,6 +120,12 @@ package final class SharedTier: Sendable {
         self.log = log
         self.maxTTLSeconds = maxTTLSeconds
         self.maxStaleSeconds = maxStaleSeconds
+        // When one connection finds Redis out of reach, every other one is
+        // dropped and proves itself again: none costs a call a timeout.
+        let all = ordered + (subscriber.map { [$0] } ?? [])
+        circuit.onTrip = { reason in
+            for connection in all { connection.loop.execute { connection.reset(reason) } }
+        }
         // Each batch's flush, set once (not a closure per call). Unowned:
         // the tier owns the batches and outlives them.
         for loop in loops {
@@ -156,7 +166,7 @@ package final class SharedTier: Sendable {
     /// `loop`'s connection, ready, and the subscriber ready: only then
     /// does a fetch coalesce across replicas.
     package func coalescingConnection(on loop: EventLoop) -> RedisConnection? {
-        guard subscriber != nil, subscriberReady.isSet,
+        guard subscriber != nil, circuit.isUp, subscriberReady.isSet,
               let connection = connections[ObjectIdentifier(loop)], connection.isReady else { return nil }
         return connection
     }
@@ -177,11 +187,12 @@ package final class SharedTier: Sendable {
     }
 
     /// `loop`'s connection when it is ready to take a command; nil for a
-    /// loop that has none (nothing to count) or while it is not ready
-    /// (counted as an error: the command was not sent).
+    /// loop that has none (nothing to count), or while the tier is down or
+    /// the connection not ready (counted as an error: the command was not
+    /// sent). Either way the caller goes on without Redis, with no wait.
     private func readyConnection(on loop: EventLoop) -> RedisConnection? {
         guard let connection = connections[ObjectIdentifier(loop)] else { return nil }
-        guard connection.isReady else {
+        guard circuit.isUp, connection.isReady else {
             metrics.recordSharedErrors(1)
             return nil
         }
@@ -547,19 +558,27 @@ private struct SubscriberObserver: RedisConnectionObserver {
     }
 }
 
-/// Logs the connections' ups and downs through the tier's rate limit.
+/// Logs the connections' ups and downs through the tier's rate limit,
+/// and tells the circuit.
 private struct SharedTierObserver: RedisConnectionObserver {
     package let log: RateLimitedLog
     package let endpoint: String
     package let metrics: GatewayMetrics
+    package let circuit: SharedTierCircuit
 
     package func redisConnected(loop: String) {
         metrics.recordSharedTierConnections(+1)
         log.info("connected to the shared tier", metadata: ["redis": "\(endpoint)", "loop": "\(loop)"])
+        circuit.connectionReady()
     }
 
     package func redisConnectionClosed(loop: String) {
         metrics.recordSharedTierConnections(-1)
+        circuit.connectionClosed()
+    }
+
+    package func redisTimedOut(loop: String) {
+        metrics.recordSharedTierTimeout()
     }
 
     package func redisPasswordRefused(loop: String, _ refused: Bool) {
@@ -567,10 +586,99 @@ private struct SharedTierObserver: RedisConnectionObserver {
     }
 
     package func redisConnectionFailed(loop: String, message: String, wasReady: Bool) {
-        if wasReady { metrics.recordSharedTierConnections(-1) }
+        if wasReady {
+            metrics.recordSharedTierConnections(-1)
+            circuit.connectionLost(message)
+        }
         log.warning("the shared tier is unavailable; carrying on without it and reconnecting", metadata: [
             "redis": "\(endpoint)", "loop": "\(loop)", "error": "\(message)",
         ])
+    }
+}
+
+/// Whether the replica uses Redis: up while every loop's connection is
+/// ready (each has had Redis answer its `PING`), down from the moment one
+/// times out or is lost until all are ready again. Going down drops every
+/// other connection too (``onTrip``), so that a partition costs the
+/// replica one timeout, not one per loop or per call: its calls go on as
+/// without Redis, with no Redis wait, while the connections try again in
+/// the background once a second (``RedisConnection/retryInterval``), and
+/// the tier is used again as soon as they are all ready.
+package final class SharedTierCircuit: Sendable {
+    private let total: Int
+    /// Connections ready, and whether the tier is up: changed together,
+    /// under one lock, so no transition is lost between two loops.
+    private let state = Mutex<(ready: Int, up: Bool)>((0, false))
+    /// `state.up`, for the calls' one atomic load.
+    private let up = Atomic<Bool>(false)
+    private let metrics: GatewayMetrics
+    private let log: RateLimitedLog
+    private let endpoint: String
+    private let trip = Mutex<(@Sendable (String) -> Void)?>(nil)
+
+    package init(connections: Int, metrics: GatewayMetrics, log: RateLimitedLog, endpoint: String) {
+        self.total = connections
+        self.metrics = metrics
+        self.log = log
+        self.endpoint = endpoint
+        metrics.recordSharedTierUp(false)
+    }
+
+    /// What going down does to the connections (set once, before they start).
+    package var onTrip: (@Sendable (String) -> Void)? {
+        get { trip.withLock { $0 } }
+        set { trip.withLock { $0 = newValue } }
+    }
+
+    /// Whether calls use Redis now: one atomic load.
+    package var isUp: Bool { up.load(ordering: .acquiring) }
+
+    package func connectionReady() {
+        let cameUp = change { state in
+            state.ready += 1
+            guard state.ready >= total, !state.up else { return false }
+            state.up = true
+            return true
+        }
+        if cameUp { log.info("using the shared tier", metadata: ["redis": "\(endpoint)"]) }
+    }
+
+    /// A ready connection timed out or was lost: the tier goes down at
+    /// once, and the other connections are dropped to prove themselves.
+    package func connectionLost(_ reason: String) {
+        let wentDown = change { state in
+            state.ready = max(0, state.ready - 1)
+            guard state.up else { return false }
+            state.up = false
+            return true
+        }
+        guard wentDown else { return }
+        log.warning("the shared tier is down: carrying on without Redis, trying it again every second", metadata: [
+            "redis": "\(endpoint)", "error": "\(reason)",
+        ])
+        onTrip?("another connection to Redis failed: \(reason)")
+    }
+
+    /// A ready connection was closed for good (shutdown).
+    package func connectionClosed() {
+        _ = change { state in
+            state.ready = max(0, state.ready - 1)
+            defer { state.up = false }
+            return state.up
+        }
+    }
+
+    /// Applies `transition` under the lock; the atomic and the gauge follow
+    /// the new state there too, so they never disagree for long.
+    private func change(_ transition: (inout (ready: Int, up: Bool)) -> Bool) -> Bool {
+        state.withLock { state in
+            let changed = transition(&state)
+            if changed {
+                up.store(state.up, ordering: .releasing)
+                metrics.recordSharedTierUp(state.up)
+            }
+            return changed
+        }
     }
 }
 

@@ -78,6 +78,12 @@ int gw_socket_local_port(int fd);
  * delayed ACKs would hold the last one back ~40 ms. */
 int gw_socket_set_nodelay(int fd);
 
+/* TCP keepalive on fd: the first probe after idle_seconds of silence, then
+ * every interval_seconds, the peer given up after count unanswered probes.
+ * A peer that went away without a word (a host lost, a NAT entry forgotten)
+ * is then found even while nothing is sent. Returns 0, or -1 with errno. */
+int gw_socket_set_keepalive(int fd, int idle_seconds, int interval_seconds, int count);
+
 /* SO_LINGER {on, 0}: the next close sends RST (test upstream's reset fault). */
 int gw_socket_set_linger_zero(int fd);
 
