@@ -46,10 +46,13 @@ struct KubernetesManifestTests {
         let file = FileManager.default.temporaryDirectory.appendingPathComponent("k8s-redis-password-\(UUID().uuidString)")
         try secret.write(to: file, atomically: true, encoding: .utf8)
         defer { try? FileManager.default.removeItem(at: file) }
-        let gateway = try RunningGateway.start([
+        // The tier is used in front of an upstream only.
+        let upstream = try RunningUpstream.start()
+        defer { upstream.stop() }
+        let gateway = try RunningGateway.start(upstream.gatewayEnvironment([
             "GATEWAY_REDIS_URL": "redis://127.0.0.1:\(port)/0",
             "GATEWAY_REDIS_PASSWORD_FILE": file.path,
-        ])
+        ]))
         try await gateway.waitForSharedTier(connections: 2)
         #expect(try await gateway.metricValue("gateway_shared_tier_password_refused") == 0)
         #expect(!gateway.logs.all.contains { $0.contains(bare) })
@@ -65,10 +68,12 @@ struct KubernetesManifestTests {
         let file = FileManager.default.temporaryDirectory.appendingPathComponent("k8s-redis-password-\(UUID().uuidString)")
         try "with-newline\n".write(to: file, atomically: true, encoding: .utf8)
         defer { try? FileManager.default.removeItem(at: file) }
-        let gateway = try RunningGateway.start([
+        let upstream = try RunningUpstream.start()
+        defer { upstream.stop() }
+        let gateway = try RunningGateway.start(upstream.gatewayEnvironment([
             "GATEWAY_REDIS_URL": redis.url(withPassword: false),
             "GATEWAY_REDIS_PASSWORD_FILE": file.path,
-        ])
+        ]))
         try await UpstreamScenario.waitFor("the refused password to show") {
             (try? await gateway.metricValue("gateway_shared_tier_password_refused")) == 1
         }

@@ -279,6 +279,28 @@ struct SharedTierTests {
         }
     }
 
+    /// With the embedded catalog the tier could share nothing (every
+    /// replica answers the catalog itself): start-up says it is not used,
+    /// and no call touches Redis.
+    @Test func withTheCatalogStartUpSaysTheTierIsUnused() async throws {
+        let redis = try await RedisServer.start()
+        defer { redis.stop() }
+        let gateway = try await GatewayProcess.start(["GATEWAY_REDIS_URL": redis.url(), "GATEWAY_REDIS_PREFIX": "test-gw:"])
+        let line = await gateway.waitForLine { $0.contains("GATEWAY_REDIS_URL is set") }
+        #expect(line?.contains("the shared tier is not used") == true)
+        #expect(line?.contains("\"level\":\"warning\"") == true)
+        for index in 0..<3 {
+            let answer = try FetchAnswer(try await gateway.rpc(UpstreamScenario.request(["premium_monthly", "catalog_\(index)"])))
+            #expect(answer.productIDs == ["premium_monthly"])
+        }
+        // Nothing connected but redis-cli itself; no key written.
+        let clients = try redis.cli("INFO", "clients").split(whereSeparator: \.isNewline).first { $0.hasPrefix("connected_clients:") }
+        #expect(clients.map(String.init) == "connected_clients:1")
+        #expect(try redis.keys("test-gw:*").isEmpty)
+        #expect(try await gateway.metricValue("gateway_shared_tier_up") == nil)
+        await gateway.stop()
+    }
+
     /// `GATEWAY_REDIS_PASSWORD_FILE`, with the trailing newline a Secret or
     /// `echo` writes.
     @Test func thePasswordCanComeFromAFile() async throws {

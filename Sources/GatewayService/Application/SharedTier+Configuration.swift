@@ -5,9 +5,19 @@ import RedisTier
 
 extension SharedTier {
     /// The tier of `configuration`, connecting in the background; nil
-    /// without `GATEWAY_REDIS_URL`. Readiness never waits for it.
+    /// without `GATEWAY_REDIS_URL`, and with the embedded catalog (or
+    /// `GATEWAY_CATALOG`): every replica answers the catalog itself, at
+    /// once, so the tier could share nothing and would cost each miss a
+    /// round trip. Start-up says so. Readiness never waits for it.
     static func make(configuration: GatewayConfiguration, group: EventLoopGroup, metrics: GatewayMetrics, logger: Logger) -> SharedTier? {
         guard let redis = configuration.redis else { return nil }
+        guard configuration.upstream != nil else {
+            logger.warning(
+                "GATEWAY_REDIS_URL is set, but the gateway serves a catalog (no ONSIDE_UPSTREAM_URL): the shared tier is not used, as every replica answers the catalog itself; no call waits for Redis",
+                metadata: ["redis": "\(redis.redactedURL)"]
+            )
+            return nil
+        }
         let tier = SharedTier(
             configuration: redis,
             loops: group.loops,
