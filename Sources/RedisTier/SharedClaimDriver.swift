@@ -44,7 +44,7 @@ package final class SharedClaimDriver: @unchecked Sendable {
         // releases and publishes them under the lookup's token.
         self.token = request.preclaim?.token ?? tier.makeClaimToken()
         self.machine = SharedClaimStateMachine(
-            identifiers: request.identifiers, deadline: request.deadline, poll: SharedTier.poll,
+            identifiers: request.identifiers, deadline: request.deadline, poll: SharedTier.poll, patience: tier.waitPatience,
             won: request.preclaim?.won ?? []
         )
     }

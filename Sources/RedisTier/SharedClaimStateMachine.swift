@@ -24,7 +24,11 @@ import ProductsDomain
 ///    one message: a claimer that died stops renewing, its lease lapses
 ///    within 1 s, and the next look takes over; a lost message costs one
 ///    poll. A "released" message looks again at once, at most once per
-///    ``minimumReclaimInterval``.
+///    ``minimumReclaimInterval``. **No lease can make a call fail**: an
+///    identifier waited for as long as `patience` (`UPSTREAM_TIMEOUT_MS`),
+///    or whose fetch has less than that left before its deadline, is
+///    fetched by this replica on its own (a lease renewed forever by a
+///    writer that never fetches blocks nothing).
 ///
 /// A message that arrives while this replica's claim round trip is under
 /// way is kept and answers the identifier, whatever the reply says: the
@@ -70,6 +74,9 @@ package struct SharedClaimStateMachine<Page> {
         case alone
         /// The fetch's deadline passed first.
         case deadline
+        /// It waited `patience` (`UPSTREAM_TIMEOUT_MS`), or the fetch's
+        /// time left fell under that: this replica fetched on its own.
+        case timeout
     }
 
     private enum Status: Equatable {
@@ -89,6 +96,12 @@ package struct SharedClaimStateMachine<Page> {
 
     private let deadline: ContinuousClock.Instant
     private let poll: Duration
+    /// How long an identifier waits on another's lease before this replica
+    /// fetches it on its own (`UPSTREAM_TIMEOUT_MS`); nil: it waits until
+    /// the deadline.
+    private let patience: Duration?
+    /// When each identifier began to wait (its first wait).
+    private var waitingSince: [String: ContinuousClock.Instant] = [:]
     private var status: [String: Status] = [:]
     /// Outcomes of other replicas that came while the claim round trip of
     /// their identifiers was under way.
@@ -106,9 +119,13 @@ package struct SharedClaimStateMachine<Page> {
     ///   - won: identifiers whose lease the call's lookup already took
     ///     (fetched at once); `held`: those it found another replica
     ///     holding (waited for). The rest are claimed first.
-    package init(identifiers: [String], deadline: ContinuousClock.Instant, poll: Duration, won: Set<String> = [], held: Set<String> = []) {
+    ///   - patience: how long an identifier waits on another's lease at
+    ///     most, and the least time left in which it is still waited for
+    ///     (`UPSTREAM_TIMEOUT_MS`); `nil` waits until the deadline.
+    package init(identifiers: [String], deadline: ContinuousClock.Instant, poll: Duration, patience: Duration? = nil, won: Set<String> = [], held: Set<String> = []) {
         self.deadline = deadline
         self.poll = poll
+        self.patience = patience
         for identifier in identifiers {
             status[identifier] = won.contains(identifier) ? .fetching(claimed: true) : held.contains(identifier) ? .waiting : .claiming
         }
@@ -127,7 +144,11 @@ package struct SharedClaimStateMachine<Page> {
             lastClaim = now
             actions.append(.claim(claim))
         }
-        if status.values.contains(.waiting) { actions.append(.waitUntil(min(now + poll, deadline))) }
+        let held = status.filter { $0.value == .waiting }.map(\.key)
+        if !held.isEmpty {
+            for identifier in held { waitingSince[identifier] = now }
+            actions += waitOrGiveUp(now: now)
+        }
         return actions
     }
 
@@ -176,6 +197,7 @@ package struct SharedClaimStateMachine<Page> {
                 if looked { ended[.alone, default: 0] += 1 }
             } else {
                 status[identifier] = .waiting
+                if waitingSince[identifier] == nil { waitingSince[identifier] = now }
                 wait = true
             }
         }
@@ -190,7 +212,7 @@ package struct SharedClaimStateMachine<Page> {
         }
         if !release.isEmpty { actions.append(.release(release)) }
         if !fetch.isEmpty { actions.append(.fetch(fetch, claimed: true)) }
-        if wait { actions.append(.waitUntil(min(now + poll, deadline))) }
+        if wait { actions += waitOrGiveUp(now: now) }
         return actions + finishIfDone()
     }
 
@@ -282,9 +304,45 @@ package struct SharedClaimStateMachine<Page> {
             parts.append(.failure(.cancelled(detail: "another replica's fetch of these identifiers did not end within the call's deadline")))
             return [.waitsEnded(.deadline, waiting.count)] + finishIfDone()
         }
-        for identifier in waiting { status[identifier] = .looking }
+        let impatient = fetchOnOwn(now: now)
+        let still = waiting.filter { status[$0] == .waiting }
+        guard !still.isEmpty else { return impatient }
+        for identifier in still { status[identifier] = .looking }
         lastClaim = now
-        return [.claim(waiting)]
+        return impatient + [.claim(still)]
+    }
+
+    /// Arms the next look, or, for identifiers that have waited long
+    /// enough (or whose fetch has too little time left to wait), fetches
+    /// them on this replica's own.
+    private mutating func waitOrGiveUp(now: ContinuousClock.Instant) -> [Action] {
+        let impatient = fetchOnOwn(now: now)
+        guard status.values.contains(.waiting) else { return impatient }
+        // The next look: a poll from now, but no later than when the
+        // oldest wait runs out of patience, or the time left falls under
+        // it (then the look fetches on its own), nor than the deadline.
+        var next = min(now + poll, deadline)
+        if let patience {
+            let oldest = waitingSince.filter { status[$0.key] == .waiting }.values.min() ?? now
+            next = min(next, max(min(oldest + patience, deadline - patience), now))
+        }
+        return impatient + [.waitUntil(next)]
+    }
+
+    /// Fetches, without a claim, what has waited `patience` or has less
+    /// than that left before the deadline.
+    private mutating func fetchOnOwn(now: ContinuousClock.Instant) -> [Action] {
+        guard let patience else { return [] }
+        let timeLeftTooShort = deadline - now < patience
+        var fetch: [String] = []
+        for (identifier, since) in waitingSince where status[identifier] == .waiting {
+            guard timeLeftTooShort || now - since >= patience else { continue }
+            status[identifier] = .fetching(claimed: false)
+            fetch.append(identifier)
+        }
+        guard !fetch.isEmpty else { return [] }
+        fetch.sort()
+        return [.waitsEnded(.timeout, fetch.count), .fetch(fetch, claimed: false)]
     }
 
     /// The tier was lost (the subscriber dropped, or Redis stalled): what

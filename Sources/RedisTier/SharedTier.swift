@@ -48,6 +48,9 @@ package final class SharedTier: Sendable {
     package let coalesces: Bool
     /// Whether the replica uses Redis now (`gateway_shared_tier_up`).
     package let circuit: SharedTierCircuit
+    /// How long a fetch waits on another replica's lease before fetching
+    /// on its own (`UPSTREAM_TIMEOUT_MS`); nil: until its deadline.
+    package let waitPatience: Duration?
     /// How long a claim lives unless renewed: a replica that dies mid-fetch
     /// holds its identifiers at most this long.
     package static let lease = Duration.seconds(1)
@@ -68,7 +71,10 @@ package final class SharedTier: Sendable {
     ///     cache is shared, and no subscriber is made).
     ///   - upstreamMaxIDs: `UPSTREAM_MAX_IDS`: a message naming more
     ///     identifiers is dropped unread.
-    package init(configuration: RedisSettings, loops: [EventLoop], maxTTLSeconds: Int, maxStaleSeconds: Int, coalesces: Bool = false, upstreamMaxIDs: Int = 1_000, metrics: GatewayMetrics, logger: Logger) {
+    ///   - waitPatience: `UPSTREAM_TIMEOUT_MS`: no lease is waited on
+    ///     longer, nor with less time left.
+    package init(configuration: RedisSettings, loops: [EventLoop], maxTTLSeconds: Int, maxStaleSeconds: Int, coalesces: Bool = false, upstreamMaxIDs: Int = 1_000, waitPatience: Duration? = nil, metrics: GatewayMetrics, logger: Logger) {
+        self.waitPatience = waitPatience
         let endpoint = RedisEndpoint(
             host: configuration.host,
             port: configuration.port,

@@ -181,6 +181,34 @@ struct SharedClaimStateMachineTests {
         #expect(Self.describe(machine.received(["a"], .failure(.connectionError(detail: "x")))) == ["ended outcome x1", "finish [\"connectionError\"]"])
     }
 
+    /// No lease can make a call fail: a lease still held after `patience`
+    /// (`UPSTREAM_TIMEOUT_MS`) of waiting is not waited on any more: this
+    /// replica fetches on its own, without a claim.
+    @Test func aLeaseHeldLongerThanThePatienceIsFetchedOnOwn() {
+        var machine = Machine(identifiers: ["a"], deadline: Self.t0 + .seconds(5), poll: Self.poll, patience: .milliseconds(400))
+        _ = machine.start(now: Self.t0)
+        #expect(Self.describe(machine.claimed(["a"], won: [], entries: nil, now: Self.t0)) == ["wait +250ms"])
+        #expect(Self.describe(machine.pollDue(now: Self.t0 + .milliseconds(250))) == ["claim [\"a\"]"])
+        // Still held: the next look comes when the patience runs out.
+        #expect(Self.describe(machine.claimed(["a"], won: [], entries: nil, now: Self.t0 + .milliseconds(251))) == ["wait +400ms"])
+        #expect(Self.describe(machine.pollDue(now: Self.t0 + .milliseconds(400))) == ["ended timeout x1", "fetch [\"a\"] claimed=false"])
+        #expect(Self.describe(machine.fetched(["a"], .success("mine"), claimed: false)) == ["finish [\"mine\"]"])
+    }
+
+    /// With less time left than the patience, nothing is waited for: the
+    /// wait could only end in `cancelled`.
+    @Test func withLessTimeLeftThanThePatienceNothingIsWaitedFor() {
+        var machine = Machine(identifiers: ["a", "b"], deadline: Self.t0 + .milliseconds(300), poll: Self.poll, patience: .milliseconds(400))
+        _ = machine.start(now: Self.t0)
+        #expect(Self.describe(machine.claimed(["a", "b"], won: ["b"], entries: nil, now: Self.t0)) == [
+            "fetch [\"b\"] claimed=true", "ended timeout x1", "fetch [\"a\"] claimed=false",
+        ])
+        // And held at the start (the lookup found it): the same.
+        var held = Machine(identifiers: ["a"], deadline: Self.t0 + .seconds(5), poll: Self.poll, patience: .milliseconds(400), held: ["a"])
+        #expect(Self.describe(held.start(now: Self.t0)) == ["wait +250ms"])
+        #expect(Self.describe(held.pollDue(now: Self.t0 + .milliseconds(4700))) == ["ended timeout x1", "fetch [\"a\"] claimed=false"])
+    }
+
     /// The call's lookup already took some leases and found others held:
     /// the fetch starts with no claim round trip of its own for them.
     @Test func leasesTheLookupTookAreFetchedAtOnce() {

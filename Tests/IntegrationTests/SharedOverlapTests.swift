@@ -49,7 +49,7 @@ struct SharedOverlapTests {
     static func waits(_ gateways: [RunningGateway]) async throws -> [String: Int] {
         var total: [String: Int] = [:]
         for gateway in gateways {
-            for ended in ["outcome", "entry", "takeover", "alone", "deadline"] {
+            for ended in ["outcome", "entry", "takeover", "alone", "deadline", "timeout"] {
                 total[ended, default: 0] += Int(try await gateway.metricValue("gateway_shared_waits_total{ended=\"\(ended)\"}") ?? -1_000)
             }
         }
@@ -78,6 +78,7 @@ struct SharedOverlapTests {
             #expect(waits["entry"] == 0, "waits ended \(waits)")
             #expect(waits["deadline"] == 0, "waits ended \(waits)")
             #expect(waits["alone"] == 0, "waits ended \(waits)")
+            #expect(waits["timeout"] == 0, "waits ended \(waits)")
             if replicas > 1 {
                 // The scenario did overlap across replicas: waits happened,
                 // and the fetch's message ended them.

@@ -25,6 +25,11 @@ extension SharedTier {
             maxStaleSeconds: configuration.cacheMaxStaleSeconds,
             coalesces: true,
             upstreamMaxIDs: configuration.upstreamMaxIDs,
+            // No lease is waited on longer than one upstream attempt, nor
+            // with less time left than that; but never more than half the
+            // call's deadline, or a configuration whose attempts may take
+            // the whole deadline would never wait for another replica.
+            waitPatience: .milliseconds(min(configuration.upstreamTimeoutMS, configuration.requestTimeoutMS / 2)),
             metrics: metrics,
             logger: logger
         )
