@@ -19,21 +19,11 @@
      they pass one element's limit (plus a read's worth), the reader is put in
      error and hiredis drops the connection through its own error path;
    - the reply object functions refuse a string over the limit and an array
-     header of more elements than the connection allows (the reader reports
-     out of memory: the same drop). */
+     header of more elements than the command being answered asked for (the
+     connection sets that before each reply; the reader reports out of
+     memory: the same drop). */
 
 #define GW_REDIS_READ_CHUNK (16 * 1024)
-
-typedef struct gw_redis_bounds {
-    size_t max_element_bytes;
-    int max_elements;
-} gw_redis_bounds;
-
-/* The same for every connection: an element of at most 1 MiB, an array of at
-   most 20000 elements (the largest reply, a lookup transaction's EXEC, has
-   one element per key, at most 10000 a transaction, SharedTier's
-   maxKeysPerLookup; the Swift side then checks each reply's exact count). */
-static const gw_redis_bounds gw_bounds = { GW_REDIS_MAX_ELEMENT_BYTES, GW_REDIS_MAX_ELEMENTS };
 
 static redisReplyObjectFunctions *gw_default_functions;
 static pthread_once_t gw_default_functions_once = PTHREAD_ONCE_INIT;
@@ -87,13 +77,13 @@ static void gw_bounded_read_event(int fd, short event, void *arg) {
     redisAsyncHandleRead(e->context);
 }
 
-int gw_redis_libevent_attach(struct redisAsyncContext *context, struct event_base *base) {
+int gw_redis_libevent_attach(struct redisAsyncContext *context, struct event_base *base, gw_redis_bounds *bounds) {
     redisReader *reader = context->c.reader;
-    if (reader == NULL || reader->privdata != NULL) return REDIS_ERR;
+    if (reader == NULL || reader->privdata != NULL || bounds == NULL) return REDIS_ERR;
     if (pthread_once(&gw_default_functions_once, gw_capture_default_functions) != 0 || gw_default_functions == NULL) return REDIS_ERR;
     if (redisLibeventAttach(context, base) != REDIS_OK) return REDIS_ERR;
     reader->fn = &gw_bounded_functions;
-    reader->privdata = (void *)&gw_bounds;
+    reader->privdata = bounds;
     /* The adapter's read event, replaced by one that checks the buffer first. */
     redisLibeventEvents *events = context->ev.data;
     event_del(events->rev);

@@ -9,6 +9,11 @@ public struct RedisCommand: Sendable {
     private(set) var lengths: [Int]
     /// Where the argument being written (``appendArgument(_:)``) starts.
     private var openedAt: Int?
+    /// The most elements its reply may hold (an `MGET` of n keys: n; a
+    /// command answered by a status, a string or a number: 0). A reply
+    /// with more is refused from its header, before any element is read,
+    /// and the connection is dropped.
+    public var replyElements = 0
 
     /// An empty command, with room for about `bytes` bytes of `arguments`
     /// arguments.
@@ -76,6 +81,7 @@ public struct RedisCommand: Sendable {
         replaced.append(second)
         replaced.bytes.append(contentsOf: bytes[rest...])
         replaced.lengths.append(contentsOf: lengths[2...])
+        replaced.replyElements = replyElements
         return replaced
     }
 

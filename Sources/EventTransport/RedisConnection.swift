@@ -53,6 +53,8 @@ public final class RedisConnection: @unchecked Sendable {
     private struct Pending {
         let sequence: UInt
         let deadline: ContinuousClock.Instant
+        /// The most elements its reply may hold.
+        let replyElements: Int
         /// `AUTH`/`SELECT` of the connection itself.
         let isHandshake: Bool
         let completion: Completion
@@ -79,6 +81,10 @@ public final class RedisConnection: @unchecked Sendable {
     private var connectTimer: LoopTimer?
     /// Whether the connection last dropped was ready, for the observer.
     private var droppedReady = false
+    /// What the reader may read of the next reply (its element count set
+    /// to what the oldest outstanding command asked for); owned here, as
+    /// it outlives every context it is attached to.
+    private let bounds: UnsafeMutablePointer<gw_redis_bounds>
 
     /// A connection for commands.
     public init(loop: EventLoop, endpoint: RedisEndpoint, observer: (any RedisConnectionObserver)?) {
@@ -87,6 +93,7 @@ public final class RedisConnection: @unchecked Sendable {
         self.observer = observer
         self.onMessage = nil
         self.channels = []
+        self.bounds = Self.makeBounds(elements: 0)
     }
 
     /// A subscriber connection: once connected it subscribes to `channels`
@@ -99,6 +106,25 @@ public final class RedisConnection: @unchecked Sendable {
         self.observer = observer
         self.onMessage = onMessage
         self.channels = channels
+        // Subscription confirmations and messages: three elements each.
+        self.bounds = Self.makeBounds(elements: 3)
+    }
+
+    deinit {
+        bounds.deallocate()
+    }
+
+    private static func makeBounds(elements: Int) -> UnsafeMutablePointer<gw_redis_bounds> {
+        let bounds = UnsafeMutablePointer<gw_redis_bounds>.allocate(capacity: 1)
+        bounds.initialize(to: gw_redis_bounds(max_element_bytes: Int(GW_REDIS_MAX_ELEMENT_BYTES), max_elements: Int32(elements)))
+        return bounds
+    }
+
+    /// The next reply may hold what the oldest outstanding command asked
+    /// for (commands connections only: a subscriber's stays at 3).
+    private func boundNextReply() {
+        guard onMessage == nil else { return }
+        bounds.pointee.max_elements = pendingHead < pending.count ? Int32(clamping: pending[pendingHead].replyElements) : 0
     }
 
     /// Whether commands are sent now (else they fail at once).
@@ -157,7 +183,7 @@ public final class RedisConnection: @unchecked Sendable {
             completion(.failure(RedisError(.notConnected, "no Redis connection is ready")))
             return
         }
-        guard enqueue(command, on: context, deadline: .now + endpoint.commandTimeout, isHandshake: false, completion: completion) else {
+        guard enqueue(command, on: context, deadline: .now + endpoint.commandTimeout, isHandshake: false, replyElements: command.replyElements, completion: completion) else {
             completion(.failure(RedisError(.disconnected, "hiredis refused the command")))
             return
         }
@@ -221,7 +247,7 @@ public final class RedisConnection: @unchecked Sendable {
             completion(.failure(RedisError(.disconnected, "hiredis refused the command")))
             return
         }
-        track(sequence: sequence, deadline: .now + endpoint.commandTimeout, isHandshake: false, completion: completion)
+        track(sequence: sequence, deadline: .now + endpoint.commandTimeout, isHandshake: false, replyElements: argumentCounts.count, completion: completion)
     }
 
     /// `EXEC`, and the NUL hiredis reads up to.
@@ -235,18 +261,19 @@ public final class RedisConnection: @unchecked Sendable {
         bytes.append(contentsOf: String(value).utf8)
     }
 
-    private func enqueue(_ command: RedisCommand, on context: UnsafeMutablePointer<redisAsyncContext>, deadline: ContinuousClock.Instant, isHandshake: Bool, completion: @escaping Completion) -> Bool {
+    private func enqueue(_ command: RedisCommand, on context: UnsafeMutablePointer<redisAsyncContext>, deadline: ContinuousClock.Instant, isHandshake: Bool, replyElements: Int = 0, completion: @escaping Completion) -> Bool {
         let sequence = nextSequence
         nextSequence &+= 1
         if nextSequence == 0 { nextSequence = 1 }
         guard Self.submit(command, to: context, sequence: sequence) else { return false }
-        track(sequence: sequence, deadline: deadline, isHandshake: isHandshake, completion: completion)
+        track(sequence: sequence, deadline: deadline, isHandshake: isHandshake, replyElements: replyElements, completion: completion)
         return true
     }
 
     /// Records a command sent: its reply is the next after those before it.
-    private func track(sequence: UInt, deadline: ContinuousClock.Instant, isHandshake: Bool, completion: @escaping Completion) {
-        pending.append(Pending(sequence: sequence, deadline: deadline, isHandshake: isHandshake, completion: completion))
+    private func track(sequence: UInt, deadline: ContinuousClock.Instant, isHandshake: Bool, replyElements: Int, completion: @escaping Completion) {
+        pending.append(Pending(sequence: sequence, deadline: deadline, replyElements: replyElements, isHandshake: isHandshake, completion: completion))
+        if pendingHead == pending.count - 1 { boundNextReply() }
         // A command's deadline may come before the one the timer watches
         // (the handshake's, a second or more, right after a reconnect):
         // the timer then moves to it, so every command has its own.
@@ -317,10 +344,11 @@ public final class RedisConnection: @unchecked Sendable {
             return
         }
         context.pointee.data = Unmanaged.passUnretained(self).toOpaque()
+        boundNextReply()
         // A peer gone without a word (a host lost, a NAT entry forgotten)
         // is found even while nothing is sent (hiredis: idle 15 s).
         _ = redisEnableKeepAlive(&context.pointee.c)
-        guard gw_redis_libevent_attach(context, loop.base) == REDIS_OK else {
+        guard gw_redis_libevent_attach(context, loop.base, bounds) == REDIS_OK else {
             context.pointee.data = nil
             redisAsyncFree(context)
             failed("cannot attach the Redis connection to the event loop")
@@ -434,6 +462,7 @@ public final class RedisConnection: @unchecked Sendable {
             pending.removeFirst(pendingHead)
             pendingHead = 0
         }
+        boundNextReply()
         if let reply {
             entry.completion(.success(reply))
         } else {

@@ -37,9 +37,11 @@ extension RedisCommand {
 extension RedisConnection {
     /// Runs `script` with `keys` and `arguments`: `EVALSHA`, then `EVAL`
     /// with the text if the server answers `NOSCRIPT` (which also loads it
-    /// for the next calls). `completion` runs once, on the loop.
-    public func eval(_ script: RedisScript, keys: [[UInt8]], arguments: [[UInt8]], completion: @escaping Completion) {
+    /// for the next calls). `completion` runs once, on the loop. Its reply
+    /// may hold `replyElements` elements at most.
+    public func eval(_ script: RedisScript, keys: [[UInt8]], arguments: [[UInt8]], replyElements: Int = 0, completion: @escaping Completion) {
         var command = RedisCommand.evalsha(script, keyCount: keys.count, arguments: keys.count + arguments.count)
+        command.replyElements = replyElements
         for key in keys { command.append(key) }
         for argument in arguments { command.append(argument) }
         eval(script, command, completion: completion)

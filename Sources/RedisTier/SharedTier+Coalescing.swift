@@ -259,12 +259,14 @@ extension SharedTier {
         for identifier in identifiers { claimKeys.append(keys.claim(scope, identifier)) }
         for identifier in identifiers { claimKeys.append(keys.wait(scope, identifier)) }
         for identifier in identifiers { claimKeys.append(keys.entry(scope, identifier)) }
-        connection.eval(Self.claimScript, keys: claimKeys, arguments: [tokenBytes, lease, SharedLease.value(token: token), Array(replicaTokenPrefix.utf8)]) { result in
+        connection.eval(Self.claimScript, keys: claimKeys, arguments: [tokenBytes, lease, SharedLease.value(token: token), Array(replicaTokenPrefix.utf8)], replyElements: identifiers.count) { result in
             collector.record(result, at: 0)
             if collector.isComplete { finish() }
         }
-        var mget: [[UInt8]] = [Array("MGET".utf8)]
-        for identifier in identifiers { mget.append(keys.entry(scope, identifier)) }
+        var mget = RedisCommand(reservingBytes: 64 * (identifiers.count + 1), arguments: identifiers.count + 1)
+        mget.append("MGET")
+        keys.append("v1:p:", scope, identifiers, to: &mget)
+        mget.replyElements = identifiers.count
         connection.send(mget) { result in
             collector.record(result, at: 1)
             if collector.isComplete { finish() }
@@ -351,6 +353,7 @@ extension SharedTier {
             bytes += 200 * n + (group.entries?.values.reduce(0) { $0 + $1.count + 24 } ?? 0)
         }
         var command = RedisCommand.evalsha(Self.releaseScript, keyCount: keyCount, reservingBytes: bytes, arguments: keyCount + argumentCount)
+        command.replyElements = groups.count
         for group in groups {
             if group.leasesInEntryKeys {
                 keys.append("v1:p:", group.scope, group.identifiers, to: &command)

@@ -231,6 +231,7 @@ package final class SharedTier: Sendable {
             var command = RedisCommand(reservingBytes: 64 * (identifiers.count + 1), arguments: identifiers.count + 1)
             command.append("MGET")
             keys.append("v1:p:", scope, identifiers, to: &command)
+            command.replyElements = identifiers.count
             connection.send(command) { [self] reply in
                 completion(entries(of: reply, identifiers: identifiers).map { Lookup(entries: $0, claims: nil) })
             }

@@ -224,17 +224,10 @@ struct KubernetesManifestTests {
 /// A process started from a manifest's argv (the first word looked up on
 /// `PATH`), killed with SIGKILL when the test ends.
 final class ManifestProcess: Sendable {
-    private let child: Process
+    private let child: ChildProcess
 
     init(_ argv: [String], environment: [String: String]) throws {
-        let child = Process()
-        child.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        child.arguments = argv
-        child.environment = environment
-        child.standardOutput = FileHandle.nullDevice
-        child.standardError = FileHandle.nullDevice
-        try ProcessLaunch.run(child)
-        self.child = child
+        child = try ChildProcess.spawn("/usr/bin/env", arguments: argv, environment: environment).0
     }
 
     func waitForPort(_ port: Int) async throws {
@@ -248,7 +241,7 @@ final class ManifestProcess: Sendable {
 
     func stop() {
         guard child.isRunning else { return }
-        kill(child.processIdentifier, SIGKILL)
+        child.kill(SIGKILL)
         child.waitUntilExit()
     }
 }

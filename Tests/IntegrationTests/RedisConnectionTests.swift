@@ -51,11 +51,15 @@ struct RedisConnectionTests {
     }
 
     /// Sends `commands` in one loop turn (pipelined) and returns the replies in order.
-    static func send(_ commands: [[[UInt8]]], on loop: EventLoop, _ connection: RedisConnection) async -> [Result<RedisValue, RedisError>] {
+    /// Sends `commands`, pipelined; an `MGET`'s reply may hold as many
+    /// elements as it names keys (`replyElements` overrides that).
+    static func send(_ commands: [[[UInt8]]], on loop: EventLoop, _ connection: RedisConnection, replyElements: Int? = nil) async -> [Result<RedisValue, RedisError>] {
         await withCheckedContinuation { continuation in
             loop.execute {
                 let results = Results(count: commands.count)
-                for (index, command) in commands.enumerated() {
+                for (index, arguments) in commands.enumerated() {
+                    var command = RedisCommand(arguments)
+                    command.replyElements = replyElements ?? (arguments.first == bytes("MGET") ? arguments.count - 1 : 0)
                     connection.send(command) { result in
                         if results.set(result, at: index) { continuation.resume(returning: results.all) }
                     }
@@ -111,6 +115,29 @@ struct RedisConnectionTests {
             #expect(message.hasPrefix("ERR unknown command"))
             #expect(try replies[104].get() == .array([.bulk(Self.bytes("100")), .null]))
             #expect(events.connected.load(ordering: .relaxed) == 1)
+        }
+    }
+
+    /// A reply holds no more elements than its command asked for: one with
+    /// more is refused from its header (the connection is dropped, every
+    /// command on it fails) and the connection is made again.
+    @Test func aReplyOfMoreElementsThanAskedDropsTheConnection() async throws {
+        let redis = try await RedisServer.start()
+        defer { redis.stop() }
+        try await Self.withConnection(port: redis.port) { loop, connection, events in
+            try await Self.waitReady(connection, on: loop)
+            let keys = (0..<3).map { Self.bytes("k\($0)") }
+            let replies = await Self.send([[Self.bytes("MGET")] + keys, [Self.bytes("PING")]], on: loop, connection, replyElements: 2)
+            guard case .failure(let error) = replies[0], case .failure = replies[1] else {
+                Issue.record("a reply of 3 elements was read for a command that asked for 2: \(replies)")
+                return
+            }
+            #expect(error.kind == .disconnected)
+            // Made again (a second connection), and a reply of what was asked is read.
+            try await Self.waitReady(connection, on: loop)
+            #expect(events.connected.load(ordering: .relaxed) == 2)
+            let again = await Self.send([[Self.bytes("MGET")] + keys], on: loop, connection)
+            #expect(try again[0].get() == .array([.null, .null, .null]))
         }
     }
 

@@ -50,7 +50,7 @@ struct SharedCoalescingTests {
             async let answers = Self.herd(gateways, calls: 10)
             try await UpstreamScenario.waitFor("the claimer's upstream call") { upstream.upstream.requests.count == 1 }
             try await Task.sleep(for: .milliseconds(100))
-            var sleeper: Process?
+            var sleeper: ChildProcess?
             if how == "kill" { redis.kill() } else { sleeper = try redis.cliInBackground("DEBUG", "SLEEP", "8") }
             let all = try await answers
             // Every call answered (none `cancelled` at its 5 s deadline),

@@ -250,6 +250,8 @@ final class ChildProcess: Sendable {
     }
 
     private let state = Mutex(State())
+    /// Signalled once the child has been reaped (``waitUntilExit()``).
+    private let reaped = DispatchSemaphore(value: 0)
 
     private init(pid: pid_t) {
         self.pid = pid
@@ -264,8 +266,17 @@ final class ChildProcess: Sendable {
                 return state.waiters
             }
             for waiter in waiters { waiter.resume(returning: status) }
+            reaped.signal()
         }
         thread.start()
+    }
+
+    /// Blocks the calling thread until the child has been reaped (for the
+    /// `defer`s that stop a server: a child's end is quick once killed).
+    func waitUntilExit() {
+        guard isRunning else { return }
+        reaped.wait()
+        reaped.signal()
     }
 
     /// Spawns `path` with exactly `environment`; returns the child and
@@ -341,7 +352,7 @@ final class ChildProcess: Sendable {
 
 /// glibc functions the Swift Glibc module does not show (they need
 /// `_GNU_SOURCE`), looked up at run time.
-private enum GNU {
+enum GNU {
     typealias Pipe2 = @convention(c) (UnsafeMutablePointer<Int32>, Int32) -> Int32
     typealias AddCloseFrom = @convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>, Int32) -> Int32
 

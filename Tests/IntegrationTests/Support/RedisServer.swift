@@ -11,7 +11,7 @@ import Glibc
 final class RedisServer: Sendable {
     let port: Int
     let password: String?
-    private let process = Mutex<Process?>(nil)
+    private let process = Mutex<ChildProcess?>(nil)
 
     private init(port: Int, password: String?) {
         self.port = port
@@ -19,7 +19,7 @@ final class RedisServer: Sendable {
     }
 
     deinit {
-        process.withLock { $0?.terminate() }
+        process.withLock { $0?.kill(SIGKILL) }
     }
 
     /// Starts a server and waits until it answers `PING`.
@@ -59,17 +59,12 @@ final class RedisServer: Sendable {
     }
 
     private func launch() async throws {
-        let child = Process()
-        child.executableURL = URL(fileURLWithPath: try Self.binary("redis-server"))
         var arguments = [
             "--port", "\(port)", "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
             "--enable-debug-command", "yes", "--loglevel", "warning", "--dir", NSTemporaryDirectory(),
         ]
         if let password { arguments += ["--requirepass", password] }
-        child.arguments = arguments
-        child.standardOutput = FileHandle.nullDevice
-        child.standardError = FileHandle.nullDevice
-        try ProcessLaunch.run(child)
+        let (child, _, _) = try ChildProcess.spawn(try Self.binary("redis-server"), arguments: arguments, environment: [:])
         process.withLock { $0 = child }
         let deadline = ContinuousClock.now + .seconds(10)
         while (try? cli("PING")) != "PONG" {
@@ -81,12 +76,12 @@ final class RedisServer: Sendable {
 
     /// Kills the server at once (SIGKILL): connections drop without a word.
     func kill() {
-        let child = process.withLock { current -> Process? in
+        let child = process.withLock { current -> ChildProcess? in
             defer { current = nil }
             return current
         }
         guard let child else { return }
-        Glibc.kill(child.processIdentifier, SIGKILL)
+        child.kill(SIGKILL)
         child.waitUntilExit()
     }
 
@@ -110,32 +105,18 @@ final class RedisServer: Sendable {
 
     /// `redis-cli` against any server on 127.0.0.1 (one a manifest started).
     static func cli(port: Int, password: String?, _ arguments: [String]) throws -> String {
-        let child = Process()
-        child.executableURL = URL(fileURLWithPath: try binary("redis-cli"))
         var all = ["-h", "127.0.0.1", "-p", "\(port)"]
         if let password { all += ["-a", password, "--no-auth-warning"] }
-        child.arguments = all + arguments
-        let output = Pipe()
-        child.standardOutput = output
-        child.standardError = FileHandle.nullDevice
-        try ProcessLaunch.run(child)
-        let data = output.fileHandleForReading.readDataToEndOfFile()
-        child.waitUntilExit()
-        return String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+        let output = try ProcessLaunch.run(try binary("redis-cli"), all + arguments).output
+        return output.trimmingCharacters(in: .whitespacesAndNewlines)
     }
 
     /// Starts `redis-cli` with `arguments` without waiting for it (a
     /// `DEBUG SLEEP` that stalls the server).
-    func cliInBackground(_ arguments: String...) throws -> Process {
-        let child = Process()
-        child.executableURL = URL(fileURLWithPath: try Self.binary("redis-cli"))
+    func cliInBackground(_ arguments: String...) throws -> ChildProcess {
         var all = ["-h", "127.0.0.1", "-p", "\(port)"]
         if let password { all += ["-a", password, "--no-auth-warning"] }
-        child.arguments = all + arguments
-        child.standardOutput = FileHandle.nullDevice
-        child.standardError = FileHandle.nullDevice
-        try ProcessLaunch.run(child)
-        return child
+        return try ChildProcess.spawn(try Self.binary("redis-cli"), arguments: all + arguments, environment: [:]).0
     }
 
     /// Every key under `pattern`.

@@ -38,12 +38,8 @@ struct TestCertificates: Sendable {
         leaf other ca "DNS:other.example"
         leaf rogue-localhost rogue-ca "DNS:localhost,IP:127.0.0.1"
         """
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/bin/sh")
-        process.arguments = ["-c", script]
-        try ProcessLaunch.run(process)
-        process.waitUntilExit()
-        guard process.terminationStatus == 0 else { throw TestHTTPError("openssl failed with status \(process.terminationStatus)") }
+        let status = try ProcessLaunch.run("/bin/sh", ["-c", script]).status
+        guard status == 0 else { throw TestHTTPError("openssl failed with status \(status)") }
         return TestCertificates(directory: directory)
     }
 }
