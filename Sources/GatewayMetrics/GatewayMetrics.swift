@@ -117,7 +117,7 @@ public final class GatewayMetrics: Sendable {
         sharedErrors = registry.makeCounter(descriptor: Self.family("gateway_shared_cache_errors_total", "Redis commands that failed, timed out or returned what does not parse."))
         let waits = Self.family(
             "gateway_shared_waits_total",
-            "Identifiers that waited for another replica's fetch, by how the wait ended: outcome (its message), entry, takeover (the lease was gone at a look: a dead replica or a lost message), alone (the shared tier was lost), deadline, timeout (waited UPSTREAM_TIMEOUT_MS, then fetched on its own)."
+            "Identifiers that waited for another replica's fetch, by how the wait ended: outcome (its message), entry, takeover (the lease was gone at a look: a dead replica or a lost message), released (its holder gave it up without an outcome), alone (the shared tier was lost), deadline, timeout (waited UPSTREAM_TIMEOUT_MS, then fetched on its own)."
         )
         sharedWaits = Self.sharedWaitEnds.map { registry.makeCounter(descriptor: waits, labels: [("ended", $0)]) }
         sharedTierTimeouts = registry.makeCounter(descriptor: Self.family(
@@ -193,7 +193,7 @@ public final class GatewayMetrics: Sendable {
     /// ready) or returned what does not parse.
     package func recordSharedErrors(_ count: Int) { if count > 0 { sharedErrors.increment(by: Int64(count)) } }
     /// The `ended` label values of `gateway_shared_waits_total`.
-    package static let sharedWaitEnds = ["outcome", "entry", "takeover", "alone", "deadline", "timeout"]
+    package static let sharedWaitEnds = ["outcome", "entry", "takeover", "released", "alone", "deadline", "timeout"]
 
     /// `count` identifiers stopped waiting for another replica's fetch, as
     /// `ended` says (one of ``sharedWaitEnds``; any other is not counted).

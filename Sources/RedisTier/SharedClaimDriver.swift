@@ -88,7 +88,7 @@ package final class SharedClaimDriver: @unchecked Sendable {
                 tier.claim(identifiers, scope: request.scope, token: token, on: connection) { [self] reply in
                     if let reply {
                         claimedInClaimKeys.formUnion(reply.wonInClaimKeys)
-                        perform(machine.claimed(identifiers, won: reply.won, entries: reply.entries, now: .now))
+                        perform(machine.claimed(identifiers, won: reply.won, unflagged: reply.unflagged, entries: reply.entries, now: .now))
                     } else {
                         // Redis stalled or failed: what is waited for could
                         // wait in vain; carry on alone.

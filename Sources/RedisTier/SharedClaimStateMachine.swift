@@ -33,7 +33,11 @@ import ProductsDomain
 /// A message that arrives while this replica's claim round trip is under
 /// way is kept and answers the identifier, whatever the reply says: the
 /// fetch it reports is the one the claim overlapped (a claim won just
-/// after that fetch released it is given back, not fetched again).
+/// after that fetch released it is given back, not fetched again). A look
+/// that wins a lease whose wait flag is gone (the holder's release saw it,
+/// so its outcome message is on its way) holds the lease and waits for
+/// that message until the next poll before fetching: a poll that comes
+/// between a release and its message never costs a second fetch.
 /// When Redis cannot be asked, the identifiers are fetched without a claim
 /// (and nothing is published): the replica carries on alone. The same
 /// happens to identifiers being waited for once the tier is lost (the
@@ -70,6 +74,10 @@ package struct SharedClaimStateMachine<Page> {
         /// A look found the lease gone, and this replica fetched (its
         /// holder died, or its message was lost).
         case takeover
+        /// Its holder gave it up without an outcome ("released": its
+        /// deadline passed, or a lookup's lease no fetch needed), and this
+        /// replica fetched.
+        case released
         /// The tier was lost: this replica fetched without it.
         case alone
         /// The fetch's deadline passed first.
@@ -81,8 +89,14 @@ package struct SharedClaimStateMachine<Page> {
 
     private enum Status: Equatable {
         case claiming
-        /// Claimed again after a wait (a poll, or a "released" message).
+        /// Claimed again after a wait, at a poll.
         case looking
+        /// Claimed again after a wait, told by a "released" message.
+        case lookingAfterRelease
+        /// A look won the lease, but the wait flag was gone: the holder
+        /// released it with an outcome, whose message is on its way. The
+        /// lease is held meanwhile; the next poll fetches.
+        case awaitingOutcome
         /// Fetched by this replica; `claimed`: under its lease.
         case fetching(claimed: Bool)
         case waiting
@@ -156,7 +170,9 @@ package struct SharedClaimStateMachine<Page> {
     /// `entries` (a page with their products, and their identifiers) were
     /// found in the shared cache; the rest of `identifiers` are held by
     /// another replica.
-    package mutating func claimed(_ identifiers: [String], won: Set<String>, entries: (page: Page, identifiers: Set<String>)?, now: ContinuousClock.Instant) -> [Action] {
+    ///   - unflagged: those of `won` whose wait flag was not there: for a
+    ///     look, the holder waited on released it with an outcome.
+    package mutating func claimed(_ identifiers: [String], won: Set<String>, unflagged: Set<String> = [], entries: (page: Page, identifiers: Set<String>)?, now: ContinuousClock.Instant) -> [Action] {
         var actions: [Action] = []
         var release: [String] = []
         var fetch: [String] = []
@@ -167,9 +183,11 @@ package struct SharedClaimStateMachine<Page> {
         var ended: [WaitEnd: Int] = [:]
         for identifier in identifiers {
             let looked: Bool
+            let afterRelease: Bool
             switch status[identifier] {
-            case .claiming?: looked = false
-            case .looking?: looked = true
+            case .claiming?: (looked, afterRelease) = (false, false)
+            case .looking?: (looked, afterRelease) = (true, false)
+            case .lookingAfterRelease?: (looked, afterRelease) = (true, true)
             default: continue
             }
             let earlyOutcome = early.removeValue(forKey: identifier)
@@ -187,10 +205,15 @@ package struct SharedClaimStateMachine<Page> {
                 earlyParts.append((identifier, earlyOutcome))
                 if won.contains(identifier) { release.append(identifier) }
                 if looked { ended[.outcome, default: 0] += 1 }
+            } else if won.contains(identifier), looked, !afterRelease, !alone, unflagged.contains(identifier) {
+                // Released with an outcome since the last look: its message
+                // is on its way. Hold the lease and wait for it.
+                status[identifier] = .awaitingOutcome
+                wait = true
             } else if won.contains(identifier) {
                 status[identifier] = .fetching(claimed: true)
                 fetch.append(identifier)
-                if looked { ended[.takeover, default: 0] += 1 }
+                if looked { ended[afterRelease ? .released : .takeover, default: 0] += 1 }
             } else if alone {
                 status[identifier] = .fetching(claimed: false)
                 fetchAlone.append(identifier)
@@ -230,8 +253,8 @@ package struct SharedClaimStateMachine<Page> {
     package mutating func claimFailed(_ identifiers: [String]) -> [Action] {
         var fetch: [String] = []
         var looked = 0
-        for identifier in identifiers where status[identifier] == .claiming || status[identifier] == .looking {
-            if status[identifier] == .looking { looked += 1 }
+        for identifier in identifiers where status[identifier] == .claiming || status[identifier] == .looking || status[identifier] == .lookingAfterRelease {
+            if status[identifier] != .claiming { looked += 1 }
             status[identifier] = .fetching(claimed: false)
             fetch.append(identifier)
             early[identifier] = nil
@@ -258,12 +281,18 @@ package struct SharedClaimStateMachine<Page> {
     /// it, in case the reply says another replica holds them.
     package mutating func received(_ identifiers: [String], _ outcome: Outcome) -> [Action] {
         var resolved = 0
+        var release: [String] = []
         for identifier in identifiers {
             switch status[identifier] {
             case .waiting?:
                 resolve(identifier)
                 resolved += 1
-            case .claiming?, .looking?:
+            case .awaitingOutcome?:
+                // The lease this replica took meanwhile is given back.
+                resolve(identifier)
+                resolved += 1
+                release.append(identifier)
+            case .claiming?, .looking?, .lookingAfterRelease?:
                 early[identifier] = outcome
             default:
                 continue
@@ -271,7 +300,7 @@ package struct SharedClaimStateMachine<Page> {
         }
         guard resolved > 0 else { return [] }
         parts.append(outcome)
-        return [.waitsEnded(.outcome, resolved)] + finishIfDone()
+        return [.waitsEnded(.outcome, resolved)] + (release.isEmpty ? [] : [.release(release.sorted())]) + finishIfDone()
     }
 
     /// Another replica gave up its claims on `identifiers` without an
@@ -279,18 +308,25 @@ package struct SharedClaimStateMachine<Page> {
     /// not needed): look again now, or, when a look went out less than
     /// ``minimumReclaimInterval`` ago, once that much has passed since.
     package mutating func released(_ identifiers: [String], now: ContinuousClock.Instant) -> [Action] {
+        // A lease held while an outcome was awaited: none will come.
+        var actions: [Action] = []
+        let held = identifiers.filter { status[$0] == .awaitingOutcome }.sorted()
+        if !held.isEmpty {
+            for identifier in held { status[identifier] = .fetching(claimed: true) }
+            actions += [.waitsEnded(.released, held.count), .fetch(held, claimed: true)]
+        }
         if let lastClaim, now - lastClaim < Self.minimumReclaimInterval {
-            guard identifiers.contains(where: { status[$0] == .waiting }) else { return [] }
-            return [.waitUntil(min(lastClaim + Self.minimumReclaimInterval, deadline))]
+            guard identifiers.contains(where: { status[$0] == .waiting }) else { return actions }
+            return actions + [.waitUntil(min(lastClaim + Self.minimumReclaimInterval, deadline))]
         }
         var claim: [String] = []
         for identifier in identifiers where status[identifier] == .waiting {
-            status[identifier] = .looking
+            status[identifier] = .lookingAfterRelease
             claim.append(identifier)
         }
-        guard !claim.isEmpty else { return [] }
+        guard !claim.isEmpty else { return actions }
         lastClaim = now
-        return [.claim(claim)]
+        return actions + [.claim(claim)]
     }
 
     /// The poll timer fired: past the deadline the waiting identifiers fail
@@ -298,18 +334,27 @@ package struct SharedClaimStateMachine<Page> {
     /// and the claims: a lapsed one is taken over).
     package mutating func pollDue(now: ContinuousClock.Instant) -> [Action] {
         let waiting = status.filter { $0.value == .waiting }.map(\.key).sorted()
-        guard !waiting.isEmpty else { return [] }
+        let awaiting = status.filter { $0.value == .awaitingOutcome }.map(\.key).sorted()
+        guard !waiting.isEmpty || !awaiting.isEmpty else { return [] }
         if now >= deadline {
-            for identifier in waiting { resolve(identifier) }
+            for identifier in waiting + awaiting { resolve(identifier) }
             parts.append(.failure(.cancelled(detail: "another replica's fetch of these identifiers did not end within the call's deadline")))
-            return [.waitsEnded(.deadline, waiting.count)] + finishIfDone()
+            let release: [Action] = awaiting.isEmpty ? [] : [.release(awaiting)]
+            return [.waitsEnded(.deadline, waiting.count + awaiting.count)] + release + finishIfDone()
         }
-        let impatient = fetchOnOwn(now: now)
+        var actions: [Action] = []
+        if !awaiting.isEmpty {
+            // The outcome awaited never came (its message was lost): fetch
+            // under the lease held.
+            for identifier in awaiting { status[identifier] = .fetching(claimed: true) }
+            actions += [.waitsEnded(.takeover, awaiting.count), .fetch(awaiting, claimed: true)]
+        }
+        actions += fetchOnOwn(now: now)
         let still = waiting.filter { status[$0] == .waiting }
-        guard !still.isEmpty else { return impatient }
+        guard !still.isEmpty else { return actions }
         for identifier in still { status[identifier] = .looking }
         lastClaim = now
-        return impatient + [.claim(still)]
+        return actions + [.claim(still)]
     }
 
     /// Arms the next look, or, for identifiers that have waited long
@@ -317,7 +362,7 @@ package struct SharedClaimStateMachine<Page> {
     /// them on this replica's own.
     private mutating func waitOrGiveUp(now: ContinuousClock.Instant) -> [Action] {
         let impatient = fetchOnOwn(now: now)
-        guard status.values.contains(.waiting) else { return impatient }
+        guard status.values.contains(where: { $0 == .waiting || $0 == .awaitingOutcome }) else { return impatient }
         // The next look: a poll from now, but no later than when the
         // oldest wait runs out of patience, or the time left falls under
         // it (then the look fetches on its own), nor than the deadline.
@@ -349,13 +394,13 @@ package struct SharedClaimStateMachine<Page> {
     /// is waited for is fetched without a claim, and nothing more will be.
     package mutating func sharedTierLost() -> [Action] {
         alone = true
-        let waiting = status.filter { $0.value == .waiting }.map(\.key).sorted()
+        let waiting = status.filter { $0.value == .waiting || $0.value == .awaitingOutcome }.map(\.key).sorted()
         for identifier in waiting { status[identifier] = .fetching(claimed: false) }
         return waiting.isEmpty ? [] : [.waitsEnded(.alone, waiting.count), .fetch(waiting, claimed: false)]
     }
 
     /// Whether any identifier still waits for another replica.
-    package var isWaiting: Bool { status.values.contains(.waiting) }
+    package var isWaiting: Bool { status.values.contains { $0 == .waiting || $0 == .awaitingOutcome } }
 
     /// The identifiers this replica fetches under its lease: their leases
     /// are renewed until the fetch ends.

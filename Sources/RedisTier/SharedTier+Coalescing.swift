@@ -17,6 +17,9 @@ extension SharedTier {
         /// Those of `won` whose claim is in the claim key, not a lease in
         /// the entry key: their entry key holds an entry (a stale one).
         package var wonInClaimKeys: Set<String> = []
+        /// Those of `won` whose wait flag was not there: for a replica that
+        /// waited, the holder's release saw its flag and published.
+        package var unflagged: Set<String> = []
         /// Fresh entries found, as a page, with their identifiers.
         package var entries: (page: SourcePage, identifiers: Set<String>)?
     }
@@ -113,7 +116,9 @@ extension SharedTier {
     /// its wait flag, `KEYS[2n+i]` its entry key), with `ARGV[1]` the
     /// token, `ARGV[2]` a lease (ms), `ARGV[3]` the token's lease value
     /// (``SharedLease``) and `ARGV[4]` the start of every token of this
-    /// replica, one integer:
+    /// replica, one integer (below; 2 more when the identifier's wait flag
+    /// was not there before this claim: a replica that set it while it
+    /// waited then knows the holder's release saw it, and published):
     /// - no entry (or a key that is not a string, or bytes that are
     ///   neither an entry nor a lease): the lease goes into the entry key,
     ///   where the fetch's entry will replace it (1);
@@ -140,9 +145,10 @@ extension SharedTier {
         local function ours(value, from)
           return type(value) == 'string' and string.sub(value, from, from + #mine - 1) == mine
         end
-        local won = {}
+        local won, flagged = {}, {}
         for i = 1, n do
           local entryKey, flag = KEYS[2 * n + i], KEYS[n + i]
+          flagged[i] = redis.call('EXISTS', flag) == 1
           local value = redis.pcall('GET', entryKey)
           local head = type(value) == 'string' and string.sub(value, 1, 4) or nil
           if head == nil or (head ~= 'OGW1' and head ~= 'OGC1') then
@@ -177,6 +183,7 @@ extension SharedTier {
               won[i] = 0
             end
           end
+          if won[i] > 0 and not flagged[i] then won[i] = won[i] + 2 end
         end
         return won
         """)
@@ -212,12 +219,13 @@ extension SharedTier {
             }
             var won = Set<String>()
             var wonInClaimKeys = Set<String>()
+            var unflagged = Set<String>()
             for (index, identifier) in identifiers.enumerated() {
                 switch claims[index] {
-                case .integer(1): won.insert(identifier)
-                case .integer(2):
+                case .integer(let code) where (1...4).contains(code):
                     won.insert(identifier)
-                    wonInClaimKeys.insert(identifier)
+                    if code % 2 == 0 { wonInClaimKeys.insert(identifier) }
+                    if code > 2 { unflagged.insert(identifier) }
                 case .integer(0): break
                 default:
                     metrics.recordSharedErrors(1)
@@ -252,7 +260,7 @@ extension SharedTier {
                 ),
                 identifiers: found
             )
-            completion(ClaimReply(won: won, wonInClaimKeys: wonInClaimKeys, entries: entries))
+            completion(ClaimReply(won: won, wonInClaimKeys: wonInClaimKeys, unflagged: unflagged, entries: entries))
         }
         var claimKeys: [[UInt8]] = []
         claimKeys.reserveCapacity(3 * identifiers.count)

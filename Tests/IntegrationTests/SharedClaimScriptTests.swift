@@ -36,15 +36,20 @@ struct SharedClaimScriptTests {
         try redis.cli("SET", "p:k", "OGC1mine-7", "PX", "50000")
         try redis.cli("SET", "p:l", entry, "PX", "60000")
         try redis.cli("SET", "c:l", "mine-9", "PX", "50000")
+        // m: nothing there, but a replica waited (its flag is there): won,
+        // and the flag says so (1, not 3).
+        try redis.cli("SET", "w:m", "1", "PX", "50000")
 
-        let ids = ["a", "b", "c", "d", "e", "f", "g", "h", "i", "j", "k", "l"]
+        let ids = ["a", "b", "c", "d", "e", "f", "g", "h", "i", "j", "k", "l", "m"]
         let keys = ids.map { "c:\($0)" } + ids.map { "w:\($0)" } + ids.map { "p:\($0)" }
         let reply = try redis.cli(["EVAL", script, String(keys.count)] + keys + ["t", "60000", "OGC1t", "mine-"])
-        #expect(reply.split(whereSeparator: \.isNewline).map(String.init) == ["1", "1", "0", "1", "1", "1", "1", "2", "0", "2", "1", "2"])
+        // Won in the entry key 1, in the claim key 2; 2 more where no wait
+        // flag was there (all but m); held 0.
+        #expect(reply.split(whereSeparator: \.isNewline).map(String.init) == ["3", "3", "0", "3", "3", "3", "3", "4", "0", "4", "3", "4", "1"])
 
         func ttl(_ key: String) throws -> Int { Int(try redis.cli("PTTL", key)) ?? -3 }
         // Leases in the entry keys, for a lease's time.
-        for id in ["a", "b", "d", "e", "f", "g", "k"] {
+        for id in ["a", "b", "d", "e", "f", "g", "k", "m"] {
             #expect(try redis.cli("GET", "p:\(id)") == "OGC1t", "\(id)")
             #expect((50001...60000).contains(try ttl("p:\(id)")), "\(id)")
         }

@@ -49,7 +49,7 @@ struct SharedOverlapTests {
     static func waits(_ gateways: [RunningGateway]) async throws -> [String: Int] {
         var total: [String: Int] = [:]
         for gateway in gateways {
-            for ended in ["outcome", "entry", "takeover", "alone", "deadline", "timeout"] {
+            for ended in ["outcome", "entry", "takeover", "released", "alone", "deadline", "timeout"] {
                 total[ended, default: 0] += Int(try await gateway.metricValue("gateway_shared_waits_total{ended=\"\(ended)\"}") ?? -1_000)
             }
         }
