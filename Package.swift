@@ -174,7 +174,11 @@ let package = Package(
         // MARK: Network faults for tests: a TCP proxy between the gateway and
         // Redis or the TLS upstream (latency, partitions, resets, forgotten
         // flows). Plain sockets and one thread; only test targets link it.
-        .target(name: "FaultProxy", swiftSettings: strictSwift),
+        // ppoll (a timeout in nanoseconds, for sub-millisecond latency) is
+        // declared only under _GNU_SOURCE: a C shim of its own, so the proxy
+        // links no libevent or OpenSSL.
+        .target(name: "CFaultProxyShims"),
+        .target(name: "FaultProxy", dependencies: ["CFaultProxyShims"], swiftSettings: strictSwift),
 
         // MARK: Fuzzing: libFuzzer's entry point over JSONRPC.
         // It also reads the input as what Redis may hold (the shared tier's
