@@ -148,6 +148,10 @@ struct ProxyState {
     var connections: [Int: Connection] = [:]
     var nextID = 0
     var acceptedCount = 0
+    /// Where every read lands before its bytes are copied into a chunk:
+    /// one buffer for the proxy's life, not 64 KiB allocated and zeroed per
+    /// read (what a loaded bench proxy spent most of its time on).
+    private var readBuffer = [UInt8](repeating: 0, count: readSize)
 
     init(listener: Int32, targetPort: Int) {
         self.listener = listener
@@ -260,7 +264,7 @@ struct ProxyState {
                 if revents & Int32(POLLOUT) != 0 { connection.toClient.sinkBlocked = false }
                 if Int32(entry.events) & Int32(POLLIN) != 0 {
                     let latency = latencyToServer
-                    if !Self.read(connection.client, into: &connection.toServer, latency: latency, now: now) {
+                    if !Self.read(connection.client, into: &connection.toServer, buffer: &readBuffer, latency: latency, now: now) {
                         ProxySocket.close(&connection.client, reset: true)
                         connection.failed = true
                     }
@@ -279,7 +283,7 @@ struct ProxyState {
                 if revents & Int32(POLLOUT) != 0 { connection.toServer.sinkBlocked = false }
                 if Int32(entry.events) & Int32(POLLIN) != 0 {
                     let latency = latencyToClient
-                    if !Self.read(connection.server, into: &connection.toClient, latency: latency, now: now) {
+                    if !Self.read(connection.server, into: &connection.toClient, buffer: &readBuffer, latency: latency, now: now) {
                         ProxySocket.close(&connection.server, reset: true)
                         connection.failed = true
                     }
@@ -290,8 +294,7 @@ struct ProxyState {
 
     /// Reads what the socket has (up to the hold limit) into the flow;
     /// false when the socket failed.
-    private static func read(_ fd: Int32, into flow: inout Flow, latency: Duration, now: ContinuousClock.Instant) -> Bool {
-        var buffer = [UInt8](repeating: 0, count: readSize)
+    private static func read(_ fd: Int32, into flow: inout Flow, buffer: inout [UInt8], latency: Duration, now: ContinuousClock.Instant) -> Bool {
         while !flow.sourceEnded && flow.held < holdLimit {
             let count = buffer.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
             if count > 0 {
