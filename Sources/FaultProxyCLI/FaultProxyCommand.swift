@@ -1,5 +1,4 @@
 import ArgumentParser
-import Dispatch
 import FaultProxy
 import Glibc
 
@@ -39,35 +38,40 @@ struct FaultProxyCommand: ParsableCommand {
     }
 
     func run() throws {
+        // The commands come as signals, taken by sigwait() on this thread:
+        // blocked here, before the proxy's thread exists (it inherits the
+        // mask), so no thread ever runs a handler for them and the commands,
+        // which take the proxy's lock, run on an ordinary thread. (A
+        // DispatchSourceSignal under dispatchMain() caught the signals but
+        // never ran its handler in the static release build.)
+        let numbers: [Int32] = [Int32(SIGUSR1), Int32(SIGUSR2), Int32(SIGTERM), Int32(SIGINT)]
+        var commands = sigset_t()
+        sigemptyset(&commands)
+        for number in numbers { sigaddset(&commands, number) }
+        guard pthread_sigmask(SIG_BLOCK, &commands, nil) == 0 else {
+            throw ValidationError("pthread_sigmask failed: the signals cannot be taken")
+        }
+
         let proxy = try FaultProxy(targetPort: targetPort, listenPort: listenPort)
         proxy.setLatency(toServer: .microseconds(toServerUs), toClient: .microseconds(toClientUs))
         Self.say("listening on \(proxy.port)", to: STDOUT_FILENO)
-        // Signals are taken by dispatch sources, not handlers: the commands
-        // take the proxy's lock, which no signal handler may.
-        let queue = DispatchQueue(label: "fault-proxy-signals")
-        let numbers: [Int32] = [Int32(SIGUSR1), Int32(SIGUSR2), Int32(SIGTERM), Int32(SIGINT)]
-        let sources = numbers.map { number in
-            signal(number, SIG_IGN)
-            let source = DispatchSource.makeSignalSource(signal: number, queue: queue)
-            source.setEventHandler {
-                switch number {
-                case Int32(SIGUSR1):
-                    proxy.partition()
-                    Self.say("fault-proxy: partitioned", to: STDERR_FILENO)
-                case Int32(SIGUSR2):
-                    proxy.heal()
-                    Self.say("fault-proxy: healed", to: STDERR_FILENO)
-                default:
-                    let accepted = proxy.acceptedCount
-                    proxy.close()
-                    Self.say("fault-proxy: closed after \(accepted) connections", to: STDERR_FILENO)
-                    Glibc.exit(0)
-                }
+        while true {
+            var number: Int32 = 0
+            guard sigwait(&commands, &number) == 0 else { continue }
+            switch number {
+            case Int32(SIGUSR1):
+                proxy.partition()
+                Self.say("fault-proxy: partitioned", to: STDERR_FILENO)
+            case Int32(SIGUSR2):
+                proxy.heal()
+                Self.say("fault-proxy: healed", to: STDERR_FILENO)
+            default:
+                let accepted = proxy.acceptedCount
+                proxy.close()
+                Self.say("fault-proxy: closed after \(accepted) connections", to: STDERR_FILENO)
+                return
             }
-            source.resume()
-            return source
         }
-        withExtendedLifetime(sources) { dispatchMain() }
     }
 
     /// One line, written at once (no stdio buffer between it and a reader
