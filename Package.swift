@@ -24,6 +24,9 @@ let package = Package(
     products: [
         .executable(name: "products-gateway", targets: ["ProductsGatewayCLI"]),
         .executable(name: "mock-upstream", targets: ["MockUpstreamCLI"]),
+        // FaultProxy as a program: latency and partitions between processes
+        // (bench/hosts puts Redis and the upstream behind it).
+        .executable(name: "fault-proxy", targets: ["FaultProxyCLI"]),
         // The JSON-RPC engine, the domain and the service, in process: what
         // the allocation benchmark under bench/allocations drives.
         .library(name: "GatewayCore", targets: ["GatewayService", "MemoryTier", "GatewayMetrics", "JSONRPC", "ProductsDomain", "EventTransport"]),
@@ -173,8 +176,23 @@ let package = Package(
 
         // MARK: Network faults for tests: a TCP proxy between the gateway and
         // Redis or the TLS upstream (latency, partitions, resets, forgotten
-        // flows). Plain sockets and one thread; only test targets link it.
-        .target(name: "FaultProxy", swiftSettings: strictSwift),
+        // flows). Plain sockets and one thread; only test targets and the
+        // fault-proxy program below link it, never the gateway.
+        // ppoll (a timeout in nanoseconds, for sub-millisecond latency) is
+        // declared only under _GNU_SOURCE: a C shim of its own, so the proxy
+        // links no libevent or OpenSSL.
+        .target(name: "CFaultProxyShims"),
+        .target(name: "FaultProxy", dependencies: ["CFaultProxyShims"], swiftSettings: strictSwift),
+        // The `fault-proxy` program: one FaultProxy, steered by signals
+        // (bench/hosts).
+        .executableTarget(
+            name: "FaultProxyCLI",
+            dependencies: [
+                "FaultProxy",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
+            swiftSettings: strictSwift
+        ),
 
         // MARK: Fuzzing: libFuzzer's entry point over JSONRPC.
         // It also reads the input as what Redis may hold (the shared tier's

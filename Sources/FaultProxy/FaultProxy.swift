@@ -10,13 +10,15 @@ import Synchronization
 /// from production, and redis-server has no switch for them. The proxy
 /// only moves bytes, so TLS passes through it untouched.
 ///
-/// One thread serves the listener and every connection with `poll()`,
+/// One thread serves the listener and every connection with `ppoll()`
+/// (its timeout in nanoseconds, so a latency below a millisecond is kept),
 /// waking at least every 5 ms, so a command (partition, heal, a reset) or a
 /// latency deadline is acted on within a few milliseconds. Commands that
 /// close sockets (``resetAll()``, ``forgetAll()``) act before they return,
 /// so a test may observe their effect right after the call.
 ///
-/// A test-support library: only test targets link it, never the gateway.
+/// A test-support library: only test targets and the `fault-proxy` program
+/// (bench/hosts) link it, never the gateway.
 public final class FaultProxy: Sendable {
     private let core: ProxyCore
     private let thread: Mutex<pthread_t?>
@@ -25,17 +27,19 @@ public final class FaultProxy: Sendable {
     /// test is told its peer is.
     public let port: Int
 
-    /// Listens on 127.0.0.1 on a free port (bind port 0), forwarding each
-    /// accepted connection to 127.0.0.1:`targetPort`.
+    /// Listens on 127.0.0.1 on `listenPort` (by default 0: a free port the
+    /// kernel picks), forwarding each accepted connection to
+    /// 127.0.0.1:`targetPort`.
     ///
-    /// A free port chosen by the kernel, so that tests running side by side
-    /// never collide. The target is connected per accepted connection, when
+    /// Tests keep the default, a free port chosen by the kernel, so that
+    /// tests running side by side never collide. The target is connected per accepted connection, when
     /// it is accepted (or at ``heal()`` when accepted during a partition),
     /// so the target may start after the proxy. A target that refuses the
     /// connection gives the client an RST: the nearest a proxy can come to
     /// the refusal a direct connection would have seen.
-    public init(targetPort: Int) throws {
-        let (listener, port) = try ProxySocket.listenOnLoopback()
+    public init(targetPort: Int, listenPort: Int = 0) throws {
+        precondition((0...65535).contains(listenPort), "listenPort must be from 0 to 65535")
+        let (listener, port) = try ProxySocket.listenOnLoopback(port: listenPort)
         let core = ProxyCore(listener: listener, targetPort: targetPort)
         self.core = core
         self.port = port

@@ -23,11 +23,12 @@ enum ProxySocket {
         return address
     }
 
-    /// A listener on 127.0.0.1 on a port the kernel picks, and that port.
-    static func listenOnLoopback() throws(FaultProxyError) -> (fd: Int32, port: Int) {
+    /// A listener on 127.0.0.1 on `port` (0: a port the kernel picks), and
+    /// the port it got.
+    static func listenOnLoopback(port: Int = 0) throws(FaultProxyError) -> (fd: Int32, port: Int) {
         let fd = socket(AF_INET, streamType, 0)
         guard fd >= 0 else { throw FaultProxyError(call: "socket", code: errno) }
-        var address = loopback(port: 0)
+        var address = loopback(port: port)
         var length = socklen_t(MemoryLayout<sockaddr_in>.size)
         let bound = withUnsafePointer(to: &address) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) }

@@ -122,6 +122,40 @@ import Testing
         #expect(clock.now - start >= .milliseconds(100))
     }
 
+    /// Below a millisecond (the proxy's timeout is in nanoseconds): every
+    /// round trip of ten still takes at least both latencies.
+    @Test func latencyBelowAMillisecondIsKept() throws {
+        let echo = try EchoServer()
+        defer { echo.stop() }
+        let proxy = try FaultProxy(targetPort: echo.port)
+        defer { proxy.close() }
+        proxy.setLatency(toServer: .microseconds(300), toClient: .microseconds(200))
+        let client = try TestClient(port: proxy.port)
+
+        let clock = ContinuousClock()
+        for round in 0..<10 {
+            let start = clock.now
+            try client.send([UInt8(round)])
+            #expect(client.read(exactly: 1) == .bytes([UInt8(round)]))
+            #expect(clock.now - start >= .microseconds(500))
+        }
+    }
+
+    @Test func listensOnTheGivenPort() throws {
+        let echo = try EchoServer()
+        defer { echo.stop() }
+        // A port that was free a moment ago: the kernel's pick, released.
+        let first = try FaultProxy(targetPort: echo.port)
+        let port = first.port
+        first.close()
+        let proxy = try FaultProxy(targetPort: echo.port, listenPort: port)
+        defer { proxy.close() }
+        #expect(proxy.port == port)
+        let client = try TestClient(port: port)
+        try client.send([5])
+        #expect(client.read(exactly: 1) == .bytes([5]))
+    }
+
     @Test func closeEndsConnectionsAndListening() throws {
         let echo = try EchoServer()
         defer { echo.stop() }

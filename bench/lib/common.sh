@@ -104,19 +104,26 @@ MANIFEST_MEMORY_LIMIT_KB=$(awk '
     }' "$REPO_DIR/deploy/kubernetes/deployment.yaml")
 MANIFEST_MEMORY_LIMIT_KB=${MANIFEST_MEMORY_LIMIT_KB:-0}
 
-# Release build of both binaries, as the image builds them
+# Release build of both binaries, as the image builds them, and of the
+# extra products named (build_release fault-proxy: bench/hosts)
 # (BENCH_SKIP_BUILD=1 reuses the last one).
 build_release() {
+    local product
     cd "$REPO_DIR" || exit 1
     if [ "${BENCH_SKIP_BUILD:-0}" != 1 ]; then
         log "building release binaries (swift build ${RELEASE_FLAGS[*]})"
-        swift build "${RELEASE_FLAGS[@]}" --product products-gateway >&2 || die "build of products-gateway failed"
-        swift build "${RELEASE_FLAGS[@]}" --product mock-upstream >&2 || die "build of mock-upstream failed"
+        for product in products-gateway mock-upstream "$@"; do
+            swift build "${RELEASE_FLAGS[@]}" --product "$product" >&2 || die "build of $product failed"
+        done
     fi
     BIN_DIR=$(swift build "${RELEASE_FLAGS[@]}" --show-bin-path)
     GATEWAY_BIN="$BIN_DIR/products-gateway"
     MOCK_BIN="$BIN_DIR/mock-upstream"
+    FAULT_PROXY_BIN="$BIN_DIR/fault-proxy"
     [ -x "$GATEWAY_BIN" ] && [ -x "$MOCK_BIN" ] || die "release binaries not found in $BIN_DIR"
+    for product in "$@"; do
+        [ -x "$BIN_DIR/$product" ] || die "release binary $product not found in $BIN_DIR"
+    done
 }
 
 # The temporary directory of this run, removed by cleanup (kept with

@@ -19,6 +19,8 @@ LABELS = {
     "gateway_cold": "gateway cold (new ids)",
     "gateway_redis_hit": "gateway shared-tier hit (Redis)",
     "gateway_redis_cold": "gateway cold, shared tier on",
+    "gateway_cold_overlap": "gateway cold overlap (shared id)",
+    "gateway_redis_cold_overlap": "gateway cold overlap, shared tier",
     "gateway_hot_1000": "gateway hot",
 }
 ORDER = list(LABELS)
@@ -48,6 +50,12 @@ RATIOS = [
     # lease in one script) before the upstream, the rest pipelined.
     ("cold, shared tier on / cold req/s", "gateway_redis_cold", "gateway_cold", "rps", "many", ">=", 0.8),
     ("cold, shared tier on / cold per core", "gateway_redis_cold", "gateway_cold", "rps_per_core", "many", None, None),
+    # Cold calls that overlap: every call's first identifier is one they
+    # all share (uncacheable), so each overlaps a fetch of it by another
+    # call. With the shared tier on, such a call must wait for that fetch,
+    # not for the waiters' poll (250 ms).
+    ("cold overlap, shared tier on / cold overlap", "gateway_redis_cold_overlap", "gateway_cold_overlap", "rps", "many", ">=", 0.6),
+    ("cold overlap, tier on / cold overlap per core", "gateway_redis_cold_overlap", "gateway_cold_overlap", "rps_per_core", "many", None, None),
 ]
 
 
@@ -182,7 +190,9 @@ def main():
             left = f"{rate(cm['median']['rps']):>17} {latency(cm['median']['p50_us']):>8} {latency(cm['median']['p99_us']):>8} {rate(cm['median'].get('rps_per_core')):>9}"
             right = f"{rate(c1['median']['rps']):>13} {latency(c1['median']['p50_us']):>8} {latency(c1['median']['p99_us']):>8}"
             errors = cm["errors"] + c1["errors"]
-        instance = {"gateway_hot": "hot", "gateway_cold": "cold", "gateway_hot_1000": "hot_1000", "gateway_redis_hit": "redis", "gateway_redis_cold": "redis_cold"}.get(name)
+        instance = {"gateway_hot": "hot", "gateway_cold": "cold", "gateway_hot_1000": "hot_1000", "gateway_redis_hit": "redis",
+                    "gateway_redis_cold": "redis_cold", "gateway_cold_overlap": "cold_overlap",
+                    "gateway_redis_cold_overlap": "redis_cold_overlap"}.get(name)
         if instance in gateways:
             g = gateways[instance]
             bad = g["rpc_total"] - g["rpc_ok"]
@@ -192,7 +202,7 @@ def main():
     out("")
 
     merged = []
-    for name in ("gateway_cold", "gateway_redis_cold"):
+    for name in ("gateway_cold", "gateway_redis_cold", "gateway_cold_overlap", "gateway_redis_cold_overlap"):
         if name not in scenarios:
             continue
         by = scenarios[name]["by_connections"]
@@ -224,6 +234,23 @@ def main():
             out(f"  {line}")
         out("")
 
+    # How the shared tier's waits ended, over each shared-tier cold
+    # gateway's life (warm-up and every run): a wait ends by the fetch's
+    # outcome message, by the entry, by a takeover, alone or at the deadline.
+    waits = []
+    for key, name in (("redis_cold", "gateway_redis_cold"), ("redis_cold_overlap", "gateway_redis_cold_overlap")):
+        g = gateways.get(key)
+        if g is None or "shared_waits" not in g:
+            continue
+        ended = g["shared_waits"] or {}
+        text = ", ".join(f"{k} {ended.get(k, 0)}" for k in ("outcome", "entry", "takeover", "alone", "deadline"))
+        waits.append(f"{LABELS[name]}: {text} (of {g['rpc_total']} calls)")
+    if waits:
+        out("shared-tier waits for another fetch, by how they ended (gateway /metrics, whole life):")
+        for line in waits:
+            out(f"  {line}")
+        out("")
+
     def per_call(alloc_key, conns, field):
         a = (allocs.get(alloc_key) or {}).get(str(conns)) if alloc_key else None
         if not a or a[field] is None:
@@ -231,13 +258,15 @@ def main():
         return f"{a[field]:.1f}" if field == "allocs_per_call" else f"{a[field]}"
 
     if gateways or allocs:
-        out(f"{'gateway instance':<24}{'peak RSS':>10}{'RSS end':>10}{'mallocs/call':>17}{'bytes/call':>18}"
+        out(f"{'gateway instance':<34}{'peak RSS':>10}{'RSS end':>10}{'mallocs/call':>17}{'bytes/call':>18}"
             f"{'calls ok/total':>18}{'upstream calls':>16}")
-        out(f"{'':<24}{'':>10}{'':>10}{f'{many} / 1 conn':>17}{f'{many} / 1 conn':>18}")
+        out(f"{'':<34}{'':>10}{'':>10}{f'{many} / 1 conn':>17}{f'{many} / 1 conn':>18}")
         rows = [("hot", f"hot ({many} + 1 conns)", "hot"), ("cold", f"cold ({many} + 1 conns)", "cold"),
                 ("hot_1000", f"hot ({knobs['high_connections']} conns)", None),
                 ("redis", f"redis hit ({many} + 1 conns)", None),
-                ("redis_cold", f"redis cold ({many} + 1 conns)", "redis_cold")]
+                ("redis_cold", f"redis cold ({many} + 1 conns)", "redis_cold"),
+                ("cold_overlap", f"cold overlap ({many} + 1 conns)", None),
+                ("redis_cold_overlap", f"redis cold overlap ({many} + 1 conns)", None)]
         for key, label, alloc_key in rows:
             g = gateways.get(key)
             if not g and not (alloc_key and alloc_key in allocs):
@@ -248,7 +277,7 @@ def main():
                 mallocs = nbytes = "-"
             calls = f"{g['rpc_ok']}/{g['rpc_total']}" if g else "-"
             upstream = f"{g['upstream_requests']}" if g else "-"
-            out(f"{label:<24}{megabytes(g and g['vmhwm_kb']):>10}{megabytes(g and g['vmrss_kb']):>10}"
+            out(f"{label:<34}{megabytes(g and g['vmhwm_kb']):>10}{megabytes(g and g['vmrss_kb']):>10}"
                 f"{mallocs:>17}{nbytes:>18}{calls:>18}{upstream:>16}")
         if allocs:
             counted = {c: a["calls"] for per in allocs.values() for c, a in per.items()}

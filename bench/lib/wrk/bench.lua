@@ -3,6 +3,9 @@
 --   BENCH_COLD=1      every request asks products.fetch for 5 new identifiers
 --   BENCH_ID_PREFIX   how those identifiers begin (default "c"; letters, digits,
 --                     "_" "-" "."), so an upstream can tell a group of calls apart
+--   BENCH_SHARED_ID   with BENCH_COLD=1: every call's first identifier is this one
+--                     (the same in every call, so calls overlap on it), the other
+--                     four new as without it (same characters as BENCH_ID_PREFIX)
 --   BENCH_STOP_AFTER  stop the thread after this many answers (fixed-count runs)
 -- done() prints one line "BENCH_RESULT {json}" with the summary and latency
 -- percentiles in microseconds.
@@ -35,6 +38,9 @@ local id_prefix = os.getenv("BENCH_ID_PREFIX") or ""
 if id_prefix == "" then id_prefix = "c" end
 assert(id_prefix:match("^[A-Za-z0-9._-]+$") and #id_prefix <= 64, "BENCH_ID_PREFIX: letters, digits, '.', '_', '-' only")
 local prefix = id_prefix
+local shared_id = os.getenv("BENCH_SHARED_ID") or ""
+assert(shared_id == "" or (shared_id:match("^[A-Za-z0-9._-]+$") and #shared_id <= 128),
+  "BENCH_SHARED_ID: 1 to 128 letters, digits, '.', '_', '-'")
 
 function init(args)
   -- A prefix unique to this wrk process and thread, so identifiers never repeat
@@ -48,9 +54,11 @@ if cold then
   function request()
     counter = counter + 1
     local base = prefix .. "_" .. counter .. "_"
+    -- The first identifier: new, or the one every call shares.
+    local first = shared_id ~= "" and shared_id or (base .. "1")
     local payload = '{"jsonrpc":"2.0","id":' .. counter ..
       ',"method":"products.fetch","params":{"productIdentifiers":["' ..
-      base .. '1","' .. base .. '2","' .. base .. '3","' .. base .. '4","' .. base .. '5"],"countryCode":"DE"}}'
+      first .. '","' .. base .. '2","' .. base .. '3","' .. base .. '4","' .. base .. '5"],"countryCode":"DE"}}'
     return wrk.format("POST", nil, nil, payload)
   end
 end
