@@ -10,6 +10,22 @@ import Synchronization
 /// the lock costs nothing.
 private let pemLoading = Mutex(())
 
+/// Runs one PEM load (`load` returns OpenSSL's 1 for success) under the
+/// lock, trying twice more after a failure with the error queue cleared:
+/// a private key that loads every other time once failed with "DECODER
+/// routines::unsupported" while handshakes ran on other threads of the
+/// tests' process (OpenSSL 3.0's decoders under concurrent first use). A
+/// file that is really wrong fails three times, with the last error.
+private func loadingPEM(_ call: String, _ load: () -> Int32) throws(TransportError) {
+    try pemLoading.withLock { _ throws(TransportError) in
+        for _ in 1..<3 {
+            if load() == 1 { return }
+            ERR_clear_error()
+        }
+        try CCheck.openSSL(load(), call)
+    }
+}
+
 /// An OpenSSL client context that always verifies the peer: the chain
 /// against the system store (or a given CA file), and, per connection, the
 /// host name. There is deliberately no way to switch verification off.
@@ -26,12 +42,10 @@ public final class TLSClientContext: @unchecked Sendable {
         try CCheck.openSSL(gw_ssl_ctx_set_min_tls12(context), "SSL_CTX_set_min_proto_version")
         gw_ssl_ctx_harden(context)
         SSL_CTX_set_verify(context, SSL_VERIFY_PEER, nil)
-        try pemLoading.withLock { _ throws(TransportError) in
-            if let caFile {
-                try CCheck.openSSL(SSL_CTX_load_verify_locations(context, caFile, nil), "SSL_CTX_load_verify_locations(\(caFile))")
-            } else {
-                try CCheck.openSSL(SSL_CTX_set_default_verify_paths(context), "SSL_CTX_set_default_verify_paths")
-            }
+        if let caFile {
+            try loadingPEM("SSL_CTX_load_verify_locations(\(caFile))") { SSL_CTX_load_verify_locations(context, caFile, nil) }
+        } else {
+            try loadingPEM("SSL_CTX_set_default_verify_paths") { SSL_CTX_set_default_verify_paths(context) }
         }
     }
 
@@ -71,10 +85,8 @@ public final class TLSServerContext: @unchecked Sendable {
         self.context = context
         try CCheck.openSSL(gw_ssl_ctx_set_min_tls12(context), "SSL_CTX_set_min_proto_version")
         gw_ssl_ctx_harden(context)
-        try pemLoading.withLock { _ throws(TransportError) in
-            try CCheck.openSSL(SSL_CTX_use_certificate_chain_file(context, certificateChainFile), "SSL_CTX_use_certificate_chain_file(\(certificateChainFile))")
-            try CCheck.openSSL(SSL_CTX_use_PrivateKey_file(context, privateKeyFile, SSL_FILETYPE_PEM), "SSL_CTX_use_PrivateKey_file(\(privateKeyFile))")
-        }
+        try loadingPEM("SSL_CTX_use_certificate_chain_file(\(certificateChainFile))") { SSL_CTX_use_certificate_chain_file(context, certificateChainFile) }
+        try loadingPEM("SSL_CTX_use_PrivateKey_file(\(privateKeyFile))") { SSL_CTX_use_PrivateKey_file(context, privateKeyFile, SSL_FILETYPE_PEM) }
         try CCheck.openSSL(SSL_CTX_check_private_key(context), "SSL_CTX_check_private_key")
     }
 

@@ -121,6 +121,10 @@ package struct SharedClaimStateMachine<Page> {
     /// their identifiers was under way.
     private var early: [String: Outcome] = [:]
     private var lastClaim: ContinuousClock.Instant?
+    /// Waiting identifiers a "released" message named sooner than
+    /// ``minimumReclaimInterval`` after the last look: the look the timer
+    /// then makes is one after a release.
+    private var releasedSinceLook: Set<String> = []
     private var unresolved: Int
     private var parts: [Outcome] = []
     private(set) var isFinished = false
@@ -316,7 +320,9 @@ package struct SharedClaimStateMachine<Page> {
             actions += [.waitsEnded(.released, held.count), .fetch(held, claimed: true)]
         }
         if let lastClaim, now - lastClaim < Self.minimumReclaimInterval {
-            guard identifiers.contains(where: { status[$0] == .waiting }) else { return actions }
+            let waiting = identifiers.filter { status[$0] == .waiting }
+            guard !waiting.isEmpty else { return actions }
+            releasedSinceLook.formUnion(waiting)
             return actions + [.waitUntil(min(lastClaim + Self.minimumReclaimInterval, deadline))]
         }
         var claim: [String] = []
@@ -352,7 +358,8 @@ package struct SharedClaimStateMachine<Page> {
         actions += fetchOnOwn(now: now)
         let still = waiting.filter { status[$0] == .waiting }
         guard !still.isEmpty else { return actions }
-        for identifier in still { status[identifier] = .looking }
+        for identifier in still { status[identifier] = releasedSinceLook.contains(identifier) ? .lookingAfterRelease : .looking }
+        releasedSinceLook = []
         lastClaim = now
         return actions + [.claim(still)]
     }

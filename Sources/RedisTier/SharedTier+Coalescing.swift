@@ -485,9 +485,12 @@ package final class SharedOutcomeWaiters: Sendable {
     private let table = Mutex<[ScopedIdentifier: [ObjectIdentifier: SharedClaimDriver]]>([:])
     /// `UPSTREAM_MAX_IDS`: no fetch names more, so no message may.
     private let maxIdentifiers: Int
+    /// Counts a message that does not parse (`gateway_shared_cache_errors_total`).
+    private let refused: @Sendable () -> Void
 
-    package init(maxIdentifiers: Int) {
+    package init(maxIdentifiers: Int, refused: @escaping @Sendable () -> Void = {}) {
         self.maxIdentifiers = maxIdentifiers
+        self.refused = refused
     }
 
     package func register(_ driver: SharedClaimDriver, scope: FetchScope, identifiers: [String]) {
@@ -518,11 +521,14 @@ package final class SharedOutcomeWaiters: Sendable {
     }
 
     /// One message from the outcomes channel; one that does not parse is
-    /// ignored.
+    /// ignored and counted.
     package func dispatch(_ payload: [UInt8]) {
         // Checked before anything is built from it: size, then the count of
         // identifiers, then every field.
-        guard let message = SharedOutcomeMessage(decoding: payload, maxIdentifiers: maxIdentifiers) else { return }
+        guard let message = SharedOutcomeMessage(decoding: payload, maxIdentifiers: maxIdentifiers) else {
+            refused()
+            return
+        }
         var drivers: [ObjectIdentifier: SharedClaimDriver] = [:]
         table.withLock { table in
             for key in ScopedIdentifier.keys(scope: message.scope, identifiers: message.identifiers) {

@@ -106,7 +106,7 @@ package final class SharedTier: Sendable {
         self.renewals = renewals
         self.ordered = ordered
         let channel = "\(configuration.prefix)v1:outcomes"
-        let waiters = SharedOutcomeWaiters(maxIdentifiers: upstreamMaxIDs)
+        let waiters = SharedOutcomeWaiters(maxIdentifiers: upstreamMaxIDs) { metrics.recordSharedErrors(1) }
         self.waiters = waiters
         let subscriberReady = ReadyFlag()
         self.subscriberReady = subscriberReady

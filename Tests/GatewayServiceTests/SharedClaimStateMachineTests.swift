@@ -170,6 +170,20 @@ struct SharedClaimStateMachineTests {
         #expect(machine.leased.isEmpty)
     }
 
+    /// A "released" message sooner than 50 ms after the last look: the look
+    /// the timer makes then is one after a release, so a win fetches at
+    /// once (no outcome will follow a release), flag or not.
+    @Test func aReleaseTooSoonStillMakesTheNextLookOneAfterARelease() {
+        var machine = Self.machine(["a"], deadline: .seconds(30))
+        _ = machine.start(now: Self.t0)
+        _ = machine.claimed(["a"], won: [], entries: nil, now: Self.t0)
+        #expect(Self.describe(machine.released(["a"], now: Self.t0 + .milliseconds(1))) == ["wait +50ms"])
+        #expect(Self.describe(machine.pollDue(now: Self.t0 + .milliseconds(50))) == ["claim [\"a\"]"])
+        #expect(Self.describe(machine.claimed(["a"], won: ["a"], unflagged: ["a"], entries: nil, now: Self.t0 + .milliseconds(51))) == [
+            "ended released x1", "fetch [\"a\"] claimed=true",
+        ])
+    }
+
     /// A look that finds the lease still held (the fetch is slower than a
     /// poll) waits again, and the message then ends the wait.
     @Test func aLookThatFindsTheLeaseHeldWaitsForTheMessage() {

@@ -208,6 +208,22 @@ struct SharedTierTests {
         }
     }
 
+    /// An outcome message that does not parse is refused and counted in
+    /// `gateway_shared_cache_errors_total`, whatever it holds.
+    @Test func garbageOnTheOutcomesChannelIsCounted() async throws {
+        try await SharedTierScenario.run(replicas: 1) { _, gateways, redis in
+            let gateway = gateways[0]
+            let before = try await gateway.metricValue("gateway_shared_cache_errors_total") ?? -1
+            for garbage in ["garbage", "{}", #"{"v":1,"app":"demo"}"#] {
+                try redis.cli("PUBLISH", "test-gw:v1:outcomes", garbage)
+            }
+            try await UpstreamScenario.waitFor("three refused messages counted") {
+                (try? await gateway.metricValue("gateway_shared_cache_errors_total")) == before + 3
+            }
+            #expect(try await gateway.fetchProducts(["premium_monthly"]).productIDs == ["premium_monthly"])
+        }
+    }
+
     /// The two values a black-box probe stopped replicas with: an entry
     /// whose fresh-until is `80 00 00 00 00 00 00 00`, and an outcome whose
     /// `staleIfError` is -9999999999 for a claim the replica waits on. Both
