@@ -386,13 +386,15 @@ extension SharedTier {
         let metrics = self.metrics
         let log = self.log
         let channel = Array(self.channel.utf8)
-        connection.eval(Self.releaseScript, command) { [weak connection] result in
+        // The connection is captured strongly: the closure waits in its
+        // queue until the reply or its drop (no weak side table left for
+        // LeakSanitizer at exit).
+        connection.eval(Self.releaseScript, command) { result in
             switch result {
             case .success(.array(let flags)) where flags.count == groups.count:
                 for (group, flag) in zip(groups, flags) {
                     switch flag {
                     case .integer(1):
-                        guard let connection else { return }
                         let message = SharedOutcomeMessage(scope: group.scope, identifiers: group.identifiers, kind: group.kind)
                         self.sendCounted([Array("PUBLISH".utf8), channel, message.encoded], on: connection, what: "publish")
                     case .integer(0):

@@ -128,10 +128,10 @@ package final class SharedTier: Sendable {
         self.maxStaleSeconds = maxStaleSeconds
         // When one connection finds Redis out of reach, every other one is
         // dropped and proves itself again: none costs a call a timeout.
-        let all = ordered + (subscriber.map { [$0] } ?? [])
-        circuit.onTrip = { reason in
-            for connection in all { connection.loop.execute { connection.reset(reason) } }
-        }
+        // Unowned: the connections hold the circuit (through their
+        // observer), so a strong capture would keep them, and the tier,
+        // alive for ever; the tier owns the circuit and outlives it.
+        circuit.onTrip = { [unowned self] reason in resetConnections(reason) }
         // Each batch's flush, set once (not a closure per call). Unowned:
         // the tier owns the batches and outlives them.
         for loop in loops {
@@ -177,9 +177,18 @@ package final class SharedTier: Sendable {
         return connection
     }
 
+    /// Drops every connection (and the subscriber) on its own loop, to be
+    /// made again: the tier went down.
+    private func resetConnections(_ reason: String) {
+        for connection in ordered + (subscriber.map { [$0] } ?? []) {
+            connection.loop.execute { connection.reset(reason) }
+        }
+    }
+
     /// Closes every connection and waits until each loop has done so. From
     /// a thread that is not a loop, before the loops stop.
     package func close() {
+        circuit.onTrip = nil
         let done = DispatchGroup()
         for connection in ordered + (subscriber.map { [$0] } ?? []) {
             done.enter()
@@ -615,7 +624,12 @@ package final class SharedTierCircuit: Sendable {
     private let total: Int
     /// Connections ready, and whether the tier is up: changed together,
     /// under one lock, so no transition is lost between two loops.
-    private let state = Mutex<(ready: Int, up: Bool)>((0, false))
+    private struct State {
+        var ready = 0
+        var up = false
+    }
+
+    private let state = Mutex(State())
     /// `state.up`, for the calls' one atomic load.
     private let up = Atomic<Bool>(false)
     private let metrics: GatewayMetrics
@@ -677,7 +691,7 @@ package final class SharedTierCircuit: Sendable {
 
     /// Applies `transition` under the lock; the atomic and the gauge follow
     /// the new state there too, so they never disagree for long.
-    private func change(_ transition: (inout (ready: Int, up: Bool)) -> Bool) -> Bool {
+    private func change(_ transition: (inout State) -> Bool) -> Bool {
         state.withLock { state in
             let changed = transition(&state)
             if changed {

@@ -7,7 +7,6 @@ Exits 1 when the partition target fails.
 """
 import json
 import os
-import statistics
 import sys
 
 LABELS = {
@@ -21,21 +20,8 @@ LABELS = {
 ORDER = list(LABELS)
 
 
-def rate(value):
-    if value is None:
-        return "-"
-    return f"{value / 1000:.1f}k" if value >= 1000 else f"{value:.0f}"
-
-
-def latency(us):
-    if us is None:
-        return "-"
-    return f"{us}µs" if us < 1000 else f"{us / 1000:.2f}ms"
-
-
-def median(values):
-    values = [v for v in values if v is not None]
-    return statistics.median(values) if values else None
+# The table's number formats and medians are bench/run's own.
+from report import latency, median, rate  # noqa: E402
 
 
 def main():

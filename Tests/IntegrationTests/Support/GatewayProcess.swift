@@ -310,14 +310,8 @@ final class ChildProcess: Sendable {
         posix_spawnattr_setsigdefault(&attributes, &everySignal)
         posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
 
-        let argv = ([path] + arguments).map { strdup($0) } + [nil]
-        let envp = environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
-        defer {
-            argv.forEach { free($0) }
-            envp.forEach { free($0) }
-        }
         var pid: pid_t = 0
-        let result = posix_spawn(&pid, path, &actions, &attributes, argv, envp)
+        let result = GNU.spawn(&pid, path, arguments, environment, &actions, &attributes)
         close(errorPipe[1])
         close(outputPipe[1])
         guard result == 0 else {
@@ -357,6 +351,21 @@ enum GNU {
     typealias AddCloseFrom = @convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>, Int32) -> Int32
 
     static let pipe2: Pipe2 = unsafeBitCast(symbol("pipe2"), to: Pipe2.self)
+
+    /// `posix_spawn` of `path` with `arguments` and exactly `environment`
+    /// (C strings made and freed here); its result, 0 or an errno.
+    static func spawn(
+        _ pid: inout pid_t, _ path: String, _ arguments: [String], _ environment: [String: String],
+        _ actions: inout posix_spawn_file_actions_t, _ attributes: UnsafePointer<posix_spawnattr_t>?
+    ) -> Int32 {
+        let argv = ([path] + arguments).map { strdup($0) } + [nil]
+        let envp = environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
+        defer {
+            argv.forEach { free($0) }
+            envp.forEach { free($0) }
+        }
+        return posix_spawn(&pid, path, &actions, attributes, argv, envp)
+    }
     static let addCloseFrom: AddCloseFrom = unsafeBitCast(symbol("posix_spawn_file_actions_addclosefrom_np"), to: AddCloseFrom.self)
 
     private static func symbol(_ name: String) -> UnsafeMutableRawPointer {

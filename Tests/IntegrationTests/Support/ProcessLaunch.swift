@@ -28,14 +28,8 @@ enum ProcessLaunch {
         posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
         _ = GNU.addCloseFrom(&actions, 3)
         let environment = environment ?? ["PATH": ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin"]
-        let argv = ([path] + arguments).map { strdup($0) } + [nil]
-        let envp = environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
-        defer {
-            argv.forEach { free($0) }
-            envp.forEach { free($0) }
-        }
         var pid: pid_t = 0
-        let spawned = posix_spawn(&pid, path, &actions, nil, argv, envp)
+        let spawned = GNU.spawn(&pid, path, arguments, environment, &actions, nil)
         close(outputPipe[1])
         guard spawned == 0 else {
             close(outputPipe[0])
