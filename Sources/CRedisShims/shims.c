@@ -1,8 +1,8 @@
 #include "CRedisShims.h"
-#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <event2/event.h>
 #include <hiredis/hiredis.h>
 #include <hiredis/async.h>
@@ -25,39 +25,114 @@
 
 #define GW_REDIS_READ_CHUNK (16 * 1024)
 
-static redisReplyObjectFunctions *gw_default_functions;
-static pthread_once_t gw_default_functions_once = PTHREAD_ONCE_INIT;
+/* The reply objects are made here, as hiredis 0.14 makes them (hiredis.c's
+   createStringObject and friends, whose free is freeReplyObject), with two
+   differences:
+   - the bounds above;
+   - the replies every shared-tier call reads many of are not allocated: a
+     nil (a key with no entry), the statuses OK and QUEUED (MULTI, SET, each
+     command a transaction queues) and the integers 0 and 1 (flags) are
+     static objects, read-only, shared by every connection and loop; the
+     free below skips them. Two allocations (object and text) per QUEUED
+     and one per nil is what a 35-key transaction cost before.
+   hiredis frees every reply with the reader's freeObject (async.c, read.c),
+   never with freeReplyObject, so no static object reaches free(). */
 
-/* hiredis's default functions are static in hiredis.c: read off a reader it
-   makes with them. */
-static void gw_capture_default_functions(void) {
-    redisReader *reader = redisReaderCreate();
-    gw_default_functions = reader->fn;
-    redisReaderFree(reader);
+static char gw_ok_text[] = "OK";
+static char gw_queued_text[] = "QUEUED";
+static redisReply gw_static_nil = { .type = REDIS_REPLY_NIL };
+static redisReply gw_static_ok = { .type = REDIS_REPLY_STATUS, .len = 2, .str = gw_ok_text };
+static redisReply gw_static_queued = { .type = REDIS_REPLY_STATUS, .len = 6, .str = gw_queued_text };
+static redisReply gw_static_zero = { .type = REDIS_REPLY_INTEGER, .integer = 0 };
+static redisReply gw_static_one = { .type = REDIS_REPLY_INTEGER, .integer = 1 };
+
+static int gw_is_static(const redisReply *reply) {
+    return reply == &gw_static_nil || reply == &gw_static_ok || reply == &gw_static_queued ||
+           reply == &gw_static_zero || reply == &gw_static_one;
+}
+
+/* Puts `reply` at its place in the array being read, if any. */
+static void *gw_placed(const redisReadTask *task, redisReply *reply) {
+    if (reply != NULL && task->parent != NULL) {
+        redisReply *parent = task->parent->obj;
+        parent->element[task->idx] = reply;
+    }
+    return reply;
+}
+
+static void gw_free_object(void *object) {
+    redisReply *reply = object;
+    if (reply == NULL || gw_is_static(reply)) return;
+    switch (reply->type) {
+    case REDIS_REPLY_ARRAY:
+        if (reply->element != NULL) {
+            /* Elements not read yet (a reply refused half-way) are NULL. */
+            for (size_t index = 0; index < reply->elements; index++) gw_free_object(reply->element[index]);
+            free(reply->element);
+        }
+        break;
+    case REDIS_REPLY_ERROR:
+    case REDIS_REPLY_STATUS:
+    case REDIS_REPLY_STRING:
+        free(reply->str);
+        break;
+    default:
+        break;
+    }
+    free(reply);
 }
 
 static void *gw_create_string(const redisReadTask *task, char *str, size_t len) {
     const gw_redis_bounds *bounds = task->privdata;
     if (bounds != NULL && len > bounds->max_element_bytes) return NULL;
-    return gw_default_functions->createString(task, str, len);
+    if (task->type == REDIS_REPLY_STATUS) {
+        if (len == 2 && memcmp(str, "OK", 2) == 0) return gw_placed(task, &gw_static_ok);
+        if (len == 6 && memcmp(str, "QUEUED", 6) == 0) return gw_placed(task, &gw_static_queued);
+    }
+    redisReply *reply = calloc(1, sizeof(*reply));
+    if (reply == NULL) return NULL;
+    char *text = malloc(len + 1);
+    if (text == NULL) {
+        free(reply);
+        return NULL;
+    }
+    memcpy(text, str, len);
+    text[len] = '\0';
+    reply->type = task->type;
+    reply->str = text;
+    reply->len = len;
+    return gw_placed(task, reply);
 }
 
 static void *gw_create_array(const redisReadTask *task, int elements) {
     const gw_redis_bounds *bounds = task->privdata;
     if (bounds != NULL && elements > bounds->max_elements) return NULL;
-    return gw_default_functions->createArray(task, elements);
+    redisReply *reply = calloc(1, sizeof(*reply));
+    if (reply == NULL) return NULL;
+    reply->type = REDIS_REPLY_ARRAY;
+    if (elements > 0) {
+        reply->element = calloc((size_t)elements, sizeof(redisReply *));
+        if (reply->element == NULL) {
+            free(reply);
+            return NULL;
+        }
+    }
+    reply->elements = elements > 0 ? (size_t)elements : 0;
+    return gw_placed(task, reply);
 }
 
 static void *gw_create_integer(const redisReadTask *task, long long value) {
-    return gw_default_functions->createInteger(task, value);
+    if (value == 0) return gw_placed(task, &gw_static_zero);
+    if (value == 1) return gw_placed(task, &gw_static_one);
+    redisReply *reply = calloc(1, sizeof(*reply));
+    if (reply == NULL) return NULL;
+    reply->type = REDIS_REPLY_INTEGER;
+    reply->integer = value;
+    return gw_placed(task, reply);
 }
 
 static void *gw_create_nil(const redisReadTask *task) {
-    return gw_default_functions->createNil(task);
-}
-
-static void gw_free_object(void *reply) {
-    gw_default_functions->freeObject(reply);
+    return gw_placed(task, &gw_static_nil);
 }
 
 static redisReplyObjectFunctions gw_bounded_functions = {
@@ -80,7 +155,6 @@ static void gw_bounded_read_event(int fd, short event, void *arg) {
 int gw_redis_libevent_attach(struct redisAsyncContext *context, struct event_base *base, gw_redis_bounds *bounds) {
     redisReader *reader = context->c.reader;
     if (reader == NULL || reader->privdata != NULL || bounds == NULL) return REDIS_ERR;
-    if (pthread_once(&gw_default_functions_once, gw_capture_default_functions) != 0 || gw_default_functions == NULL) return REDIS_ERR;
     if (redisLibeventAttach(context, base) != REDIS_OK) return REDIS_ERR;
     reader->fn = &gw_bounded_functions;
     reader->privdata = bounds;

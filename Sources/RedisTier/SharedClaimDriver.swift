@@ -276,14 +276,21 @@ private final class LeasedFetch: SharedLeaseHolder, @unchecked Sendable {
         renewals = tier.renewals(for: loop)
         renewals?.add(self)
         base.fetch(request, on: loop) { [self] outcome in
-            let finish: @Sendable () -> Void = { [self] in
-                renewals?.remove(self)
-                renewals = nil
-                tier.publish(request.identifiers, outcome: outcome, scope: request.scope, token: token, on: connection, leasesInEntryKeys: true)
+            // A method, not a closure, on the loop (the usual case): no
+            // context allocated per fetch.
+            if loop.inEventLoop {
+                finish(outcome, completion: completion)
+            } else if !loop.execute({ [self] in finish(outcome, completion: completion) }) {
                 completion(outcome)
             }
-            if loop.inEventLoop { finish() } else if !loop.execute(finish) { completion(outcome) }
         }
+    }
+
+    private func finish(_ outcome: Result<SourcePage, ProductsFetchFailure>, completion: @Sendable (Result<SourcePage, ProductsFetchFailure>) -> Void) {
+        renewals?.remove(self)
+        renewals = nil
+        tier.publish(request.identifiers, outcome: outcome, scope: request.scope, token: token, on: connection, leasesInEntryKeys: true)
+        completion(outcome)
     }
 
     package func renewLeases() {

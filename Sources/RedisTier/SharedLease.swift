@@ -1,7 +1,9 @@
+import EventTransport
+
 /// A lease a lookup takes where the entry would be: when `{prefix}v1:p:…`
 /// holds no entry, the lookup writes this there (`SET … NX PX 1000 GET`),
-/// so reading the entry and claiming the fetch are one plain command, with
-/// no script. The fetch's store then replaces the lease with the entry.
+/// so reading the entry and claiming the fetch are one command
+/// (``SharedTier/lookupScript`` runs one per key). The fetch's store then replaces the lease with the entry.
 ///
 ///     "OGC1" | the claim's token
 ///
@@ -14,6 +16,13 @@ package enum SharedLease {
     /// The value of a lease held by `token`.
     package static func value(token: String) -> [UInt8] {
         magic + Array(token.utf8)
+    }
+
+    /// Writes the value of a lease held by `token` straight into a
+    /// command's argument, with no buffer of its own.
+    package static func write(token: String, to writer: inout RedisCommand.ArgumentWriter) {
+        writer.append(magic)
+        writer.append(token)
     }
 
     /// Whether `bytes` are a lease (of any replica), not an entry.

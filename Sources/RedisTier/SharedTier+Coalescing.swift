@@ -372,7 +372,11 @@ extension SharedTier {
             keys.append("v1:w:", group.scope, group.identifiers, to: &command)
         }
         for group in groups {
-            if group.leasesInEntryKeys { command.append(SharedLease.value(token: group.token)) } else { command.append(group.token) }
+            if group.leasesInEntryKeys {
+                command.appendArgument { SharedLease.write(token: group.token, to: &$0) }
+            } else {
+                command.append(group.token)
+            }
             command.append(Int64(group.identifiers.count))
             command.append(group.entries == nil ? "0" : "1")
             command.append(group.leasesInEntryKeys ? "p" : "c")

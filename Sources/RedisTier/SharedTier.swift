@@ -225,7 +225,7 @@ package final class SharedTier: Sendable {
     /// The entries of `identifiers` and, when fetches coalesce across
     /// replicas, a lease (``SharedLease``) in the entry key of each that has
     /// no entry, in one round trip (one `SET … NX PX … GET` per key, in one
-    /// transaction, no script): a miss costs one Redis round trip before
+    /// script, ``lookupScript``): a miss costs one Redis round trip before
     /// the upstream. `completion` runs on this loop, once, when Redis has
     /// answered (or at once, with nil, when it cannot be asked). The leases
     /// belong to the fetches the caller starts (``SharedPreclaim``); those it
@@ -246,7 +246,7 @@ package final class SharedTier: Sendable {
             }
             return
         }
-        // Gathered with the other lookups of this loop turn: one transaction
+        // Gathered with the other lookups of this loop turn: one script
         // for all of them (each distinct key once, one write to the socket
         // and one reply to read), sent when the turn's callbacks are done.
         let asked = SharedLookupBatch.Asked(scope: scope, identifiers: identifiers, completion: completion)
@@ -263,7 +263,7 @@ package final class SharedTier: Sendable {
     private func sendLookups(_ batch: [SharedLookupBatch.Asked], on loop: EventLoop) {
         // A turn can gather far more identifiers than one call may ask (a
         // batch of GATEWAY_MAX_BATCH calls, several batches): in
-        // transactions of at most `maxKeysPerLookup` keys, so no reply has
+        // scripts of at most `maxKeysPerLookup` keys, so no reply has
         // more elements than the connection reads (20000) and none of them
         // drops it.
         var start = 0
@@ -271,21 +271,21 @@ package final class SharedTier: Sendable {
         for index in batch.indices {
             let count = batch[index].identifiers.count
             if keys + count > Self.maxKeysPerLookup, index > start {
-                sendLookupTransaction(Array(batch[start ..< index]), on: loop)
+                sendLookupScript(Array(batch[start ..< index]), on: loop)
                 start = index
                 keys = 0
             }
             keys += count
         }
-        sendLookupTransaction(start == 0 ? batch : Array(batch[start...]), on: loop)
+        sendLookupScript(start == 0 ? batch : Array(batch[start...]), on: loop)
     }
 
-    /// The most keys one lookup transaction asks: one call asks at most
+    /// The most keys one lookup script asks: one call asks at most
     /// `GATEWAY_MAX_IDS` (10000 at the largest), and the connection reads
     /// replies of at most 20000 elements.
     package static let maxKeysPerLookup = 10_000
 
-    private func sendLookupTransaction(_ batch: [SharedLookupBatch.Asked], on loop: EventLoop) {
+    private func sendLookupScript(_ batch: [SharedLookupBatch.Asked], on loop: EventLoop) {
         guard let connection = readyConnection(on: loop) else {
             for asked in batch { asked.completion(nil) }
             return
@@ -324,17 +324,19 @@ package final class SharedTier: Sendable {
             }
         }
         let token = makeClaimToken()
-        let lease = SharedLease.value(token: token)
-        // One `SET entry-key lease NX PX 1000 GET` per distinct key, in one
-        // transaction: the reply is the entry (nothing written), or nil
-        // (no entry: the lease is this call's).
-        var commands = RedisCommand(reservingBytes: unique.count * (112 + lease.count), arguments: 7 * unique.count)
+        // The lookup script: one `SET entry-key lease NX PX 1000 GET` per
+        // distinct key; each element of the reply is the entry (nothing
+        // written), or nil (no entry: the lease is this call's).
+        var command = RedisCommand.evalsha(Self.lookupScript, keyCount: unique.count, reservingBytes: unique.count * 112 + token.utf8.count + 64, arguments: unique.count + 2)
+        command.replyElements = unique.count
         for key in unique {
-            command(setting: key, to: lease, into: &commands)
+            command.appendArgument { keys.write("v1:p:", key.scope, key.identifier, to: &$0) }
         }
-        connection.transaction(commands, argumentCounts: Array(repeating: 7, count: unique.count)) { [self] reply in
+        command.appendArgument { SharedLease.write(token: token, to: &$0) }
+        command.append(Self.leaseMilliseconds)
+        connection.eval(Self.lookupScript, command) { [self] reply in
             guard case .success(.array(let values)) = reply, values.count == unique.count else {
-                // The commands may have run, whatever came back: leases
+                // The script may have run, whatever came back: leases
                 // nobody adopts are given back. (A failure drops the
                 // connection with it: those leases lapse within a second.)
                 if case .success = reply { releaseLeases(unique, token: token, on: connection) }
@@ -344,8 +346,9 @@ package final class SharedTier: Sendable {
                 return
             }
             var leased = [Bool](repeating: false, count: unique.count)
+            var garbage = 0
             for (number, asked) in batch.enumerated() {
-                var found: [RedisValue] = []
+                var found: [SharedCacheEntry?] = []
                 var claims = SharedPreclaim(token: token, scope: asked.scope)
                 claims.won.reserveCapacity(asked.identifiers.count)
                 found.reserveCapacity(asked.identifiers.count)
@@ -356,7 +359,7 @@ package final class SharedTier: Sendable {
                         // The lease is this call's: one fetch adopts it (the
                         // first call that asked; the others join that fetch
                         // in process).
-                        found.append(.null)
+                        found.append(nil)
                         if !leased[position] {
                             leased[position] = true
                             claims.won.insert(identifier)
@@ -364,30 +367,44 @@ package final class SharedTier: Sendable {
                     case .bulk(let bytes) where SharedLease.isLease(bytes):
                         // Another replica's lease: the fetch claims it by the
                         // claim script, which flags the wait atomically.
-                        found.append(.null)
+                        found.append(nil)
                     case .error:
                         // Not a string (a key of another type): the claim
                         // script takes it over.
-                        found.append(.null)
-                    case let value:
-                        found.append(value)
+                        found.append(nil)
+                    case .bulk(let bytes):
+                        let entry = SharedCacheEntry(decoding: bytes, identifier: identifier)
+                        if entry == nil { garbage += 1 }
+                        found.append(entry)
+                    default:
+                        garbage += 1
+                        found.append(nil)
                     }
                 }
-                asked.completion(entries(of: .success(.array(found)), identifiers: asked.identifiers).map { Lookup(entries: $0, claims: claims) })
+                asked.completion(Lookup(entries: found, claims: claims))
+            }
+            if garbage > 0 {
+                metrics.recordSharedErrors(garbage)
+                log.warning("the shared tier holds entries that do not parse; they are ignored", metadata: ["count": "\(garbage)"])
             }
         }
     }
 
-    /// Appends `SET {entry key} lease NX PX {lease} GET` to `commands`.
-    private func command(setting key: (scope: FetchScope, identifier: String), to lease: [UInt8], into commands: inout RedisCommand) {
-        commands.append("SET")
-        commands.appendArgument { keys.write("v1:p:", key.scope, key.identifier, to: &$0) }
-        commands.append(lease)
-        commands.append("NX")
-        commands.append("PX")
-        commands.append(Self.leaseMilliseconds)
-        commands.append("GET")
-    }
+    /// The shared-tier lookup: for each of `KEYS` (entry keys), `SET key
+    /// ARGV[1] NX PX ARGV[2] GET`, whose reply is the entry there (nothing
+    /// written) or nil (the lease `ARGV[1]` is written in its place). One
+    /// script for a loop turn's lookups, not a `MULTI` transaction: Redis
+    /// answers it with one reply, where a transaction of n keys answers
+    /// n + 2 (`OK`, n `QUEUED`, then `EXEC`'s), each of which the gateway
+    /// reads and hiredis tracks. `pcall`: a key of another type is an error
+    /// in its place (the claim script takes it over), not the whole lookup's.
+    package static let lookupScript = RedisScript("""
+        local found = {}
+        for i, key in ipairs(KEYS) do
+          found[i] = redis.pcall('SET', key, ARGV[1], 'NX', 'PX', ARGV[2], 'GET')
+        end
+        return found
+        """)
 
     private static let leaseMilliseconds = Array(String(lease.milliseconds).utf8)
 

@@ -383,9 +383,9 @@ struct SharedTierTests {
 
     /// A loop turn's lookups can ask more keys than one reply may hold
     /// (the connection reads at most 20000 elements): a batch of 3 calls of
-    /// 10000 distinct identifiers each is looked up in transactions of at
-    /// most 10000 keys, so Redis is never dropped for it (one transaction
-    /// of 30000 would be, and every call would go on without the tier).
+    /// 10000 distinct identifiers each is looked up in scripts of at
+    /// most 10000 keys, so Redis is never dropped for it (one script of
+    /// 30000 would be, and every call would go on without the tier).
     @Test func aTurnOfMoreKeysThanAReplyHoldsIsLookedUpInParts() async throws {
         try await SharedTierScenario.run(replicas: 1, environment: [
             "GATEWAY_MAX_IDS": "10000", "GATEWAY_MAX_BODY_BYTES": "1000000", "UPSTREAM_MAX_IDS": "1000",
