@@ -3,12 +3,20 @@
 /// three keys per identifier), where an array of arrays costs one per
 /// argument. hiredis copies it into its output buffer when it is sent.
 public struct RedisCommand: Sendable {
+    // Stored as internal names, `@usableFromInline`, so the writing methods
+    // can be `@inlinable`: a shared-tier miss writes a few keys per
+    // identifier from another module, and each write through an opaque
+    // call (a closure) cost retains and releases of everything it touched.
+    @usableFromInline var storage: [UInt8]
+    @usableFromInline var argumentLengths: [Int]
+    /// Where the argument being written in parts starts, while one is.
+    @usableFromInline var openedAt: Int?
+
     /// Every argument's bytes, one after the other.
-    private(set) var bytes: [UInt8]
+    public var bytes: [UInt8] { storage }
     /// Each argument's length, in order.
-    private(set) var lengths: [Int]
-    /// Where the argument being written (``appendArgument(_:)``) starts.
-    private var openedAt: Int?
+    public var lengths: [Int] { argumentLengths }
+
     /// The most elements its reply may hold (an `MGET` of n keys: n; a
     /// command answered by a status, a string or a number: 0). A reply
     /// with more is refused from its header, before any element is read,
@@ -18,10 +26,10 @@ public struct RedisCommand: Sendable {
     /// An empty command, with room for about `bytes` bytes of `arguments`
     /// arguments.
     public init(reservingBytes bytes: Int = 64, arguments: Int = 4) {
-        self.bytes = []
-        self.bytes.reserveCapacity(bytes)
-        self.lengths = []
-        self.lengths.reserveCapacity(arguments)
+        self.storage = []
+        self.storage.reserveCapacity(bytes)
+        self.argumentLengths = []
+        self.argumentLengths.reserveCapacity(arguments)
     }
 
     /// A command of these arguments.
@@ -31,99 +39,107 @@ public struct RedisCommand: Sendable {
     }
 
     /// How many arguments it has (the command's name included).
-    public var count: Int { lengths.count }
+    public var count: Int { argumentLengths.count }
 
     /// Appends one argument.
+    @inlinable
     public mutating func append(_ argument: some Collection<UInt8>) {
         precondition(openedAt == nil, "an argument is being written")
-        bytes.append(contentsOf: argument)
-        lengths.append(argument.count)
+        storage.append(contentsOf: argument)
+        argumentLengths.append(argument.count)
     }
 
     /// Appends one argument: the text's UTF-8.
+    @inlinable
     public mutating func append(_ argument: String) {
         precondition(openedAt == nil, "an argument is being written")
-        let start = bytes.count
-        bytes.append(contentsOf: argument.utf8)
-        lengths.append(bytes.count - start)
+        let start = storage.count
+        storage.append(contentsOf: argument.utf8)
+        argumentLengths.append(storage.count - start)
     }
 
     /// Appends one argument: the integer in decimal.
+    @inlinable
     public mutating func append(_ value: Int64) {
-        appendArgument { $0.appendDecimal(value) }
+        beginArgument()
+        appendDecimal(value)
+        endArgument()
     }
 
-    /// Appends one argument written in parts by `write` (a key made of a
-    /// prefix, a scope and an identifier, with no buffer of its own).
-    public mutating func appendArgument(_ write: (inout ArgumentWriter) -> Void) {
+    // MARK: An argument written in parts
+
+    /// Starts an argument written in parts (a key made of a prefix, a
+    /// scope and an identifier, with no buffer of its own): the parts
+    /// appended until ``endArgument()`` are its bytes.
+    @inlinable
+    public mutating func beginArgument() {
         precondition(openedAt == nil, "an argument is being written")
-        let start = bytes.count
-        var writer = ArgumentWriter(bytes: bytes)
-        bytes = []
-        write(&writer)
-        bytes = writer.bytes
-        lengths.append(bytes.count - start)
+        openedAt = storage.count
+    }
+
+    /// Ends the argument ``beginArgument()`` started.
+    @inlinable
+    public mutating func endArgument() {
+        guard let start = openedAt else { preconditionFailure("no argument is being written") }
+        argumentLengths.append(storage.count - start)
+        openedAt = nil
+    }
+
+    /// Appends bytes to the argument being written.
+    @inlinable
+    public mutating func appendPart(_ part: some Collection<UInt8>) {
+        storage.append(contentsOf: part)
+    }
+
+    /// Appends a string's UTF-8 to the argument being written.
+    @inlinable
+    public mutating func appendPart(_ part: String) {
+        storage.append(contentsOf: part.utf8)
+    }
+
+    /// Appends a static string's UTF-8 to the argument being written.
+    @inlinable
+    public mutating func appendPart(_ part: StaticString) {
+        storage.append(contentsOf: UnsafeBufferPointer(start: part.utf8Start, count: part.utf8CodeUnitCount))
+    }
+
+    /// Appends one byte to the argument being written.
+    @inlinable
+    public mutating func appendPart(byte: UInt8) {
+        storage.append(byte)
+    }
+
+    /// Appends an integer in decimal to the argument being written, with
+    /// no string made.
+    @inlinable
+    public mutating func appendDecimal(_ value: Int64) {
+        if value < 0 { storage.append(UInt8(ascii: "-")) }
+        var magnitude = value.magnitude
+        let start = storage.count
+        repeat {
+            storage.append(UInt8(ascii: "0") + UInt8(magnitude % 10))
+            magnitude /= 10
+        } while magnitude > 0
+        storage[start...].reverse()
     }
 
     /// The bytes of argument `index`.
     public func argumentBytes(_ index: Int) -> [UInt8] {
-        let start = lengths[..<index].reduce(0, +)
-        return Array(bytes[start ..< start + lengths[index]])
+        let start = argumentLengths[..<index].reduce(0, +)
+        return Array(storage[start ..< start + argumentLengths[index]])
     }
 
     /// The same command with its first two arguments replaced (`EVALSHA
     /// sha` by `EVAL script`).
     package func replacingFirstTwo(with first: [UInt8], _ second: [UInt8]) -> RedisCommand {
-        precondition(lengths.count >= 2, "a command of two arguments at least")
-        let rest = lengths[0] + lengths[1]
-        var replaced = RedisCommand(reservingBytes: bytes.count - rest + first.count + second.count, arguments: lengths.count)
+        precondition(argumentLengths.count >= 2, "a command of two arguments at least")
+        let rest = argumentLengths[0] + argumentLengths[1]
+        var replaced = RedisCommand(reservingBytes: storage.count - rest + first.count + second.count, arguments: argumentLengths.count)
         replaced.append(first)
         replaced.append(second)
-        replaced.bytes.append(contentsOf: bytes[rest...])
-        replaced.lengths.append(contentsOf: lengths[2...])
+        replaced.storage.append(contentsOf: storage[rest...])
+        replaced.argumentLengths.append(contentsOf: argumentLengths[2...])
         replaced.replyElements = replyElements
         return replaced
-    }
-
-    /// Writes the bytes of one argument.
-    public struct ArgumentWriter {
-        fileprivate var bytes: [UInt8]
-
-        /// Appends bytes.
-        public mutating func append(_ part: some Collection<UInt8>) {
-            bytes.append(contentsOf: part)
-        }
-
-        /// Appends a string's UTF-8.
-        public mutating func append(_ part: String) {
-            bytes.append(contentsOf: part.utf8)
-        }
-
-        /// Appends a static string's UTF-8.
-        public mutating func append(_ part: StaticString) {
-            bytes.append(contentsOf: UnsafeBufferPointer(start: part.utf8Start, count: part.utf8CodeUnitCount))
-        }
-
-        /// Appends one byte.
-        public mutating func append(byte: UInt8) {
-            bytes.append(byte)
-        }
-
-        /// Appends an integer in decimal, with no string made.
-        public mutating func appendDecimal(_ value: Int64) {
-            if value < 0 { bytes.append(UInt8(ascii: "-")) }
-            var magnitude = value.magnitude
-            var digits: (UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8) =
-                (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
-            var count = 0
-            withUnsafeMutableBytes(of: &digits) { buffer in
-                repeat {
-                    buffer[count] = UInt8(ascii: "0") + UInt8(magnitude % 10)
-                    magnitude /= 10
-                    count += 1
-                } while magnitude > 0
-                for index in stride(from: count - 1, through: 0, by: -1) { bytes.append(buffer[index]) }
-            }
-        }
     }
 }

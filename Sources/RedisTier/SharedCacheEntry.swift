@@ -154,26 +154,30 @@ package struct SharedTierKeys: Sendable {
     /// `{prefix}{kind}{app}:{country}:{language or -}:{identifier}`.
     package func key(_ kind: StaticString, _ scope: FetchScope, _ identifier: String) -> [UInt8] {
         var command = RedisCommand(reservingBytes: 64, arguments: 1)
-        command.appendArgument { write(kind, scope, identifier, to: &$0) }
+        append(kind, scope, identifier, to: &command)
         return command.argumentBytes(0)
     }
 
-    /// ``key(_:_:_:)`` written straight into a command's argument: every
-    /// identifier of every memory miss gets keys, with no buffer of its own.
-    package func write(_ kind: StaticString, _ scope: FetchScope, _ identifier: String, to writer: inout RedisCommand.ArgumentWriter) {
-        writer.append(prefix)
-        writer.append(kind)
-        writer.append(scope.appID)
-        writer.append(byte: UInt8(ascii: ":"))
-        writer.append(scope.country.text)
-        writer.append(byte: UInt8(ascii: ":"))
-        if let language = scope.language { writer.append(language.text) } else { writer.append(byte: UInt8(ascii: "-")) }
-        writer.append(byte: UInt8(ascii: ":"))
-        writer.append(identifier)
+    /// ``key(_:_:_:)`` written straight into a command, as one argument:
+    /// every identifier of every memory miss gets keys, with no buffer of
+    /// its own.
+    @inline(__always)
+    package func append(_ kind: StaticString, _ scope: FetchScope, _ identifier: String, to command: inout RedisCommand) {
+        command.beginArgument()
+        command.appendPart(prefix)
+        command.appendPart(kind)
+        command.appendPart(scope.appID)
+        command.appendPart(byte: UInt8(ascii: ":"))
+        command.appendPart(scope.country.text)
+        command.appendPart(byte: UInt8(ascii: ":"))
+        if let language = scope.language { command.appendPart(language.text) } else { command.appendPart(byte: UInt8(ascii: "-")) }
+        command.appendPart(byte: UInt8(ascii: ":"))
+        command.appendPart(identifier)
+        command.endArgument()
     }
 
     /// Appends the keys of `kind` for each of `identifiers`, in order.
     package func append(_ kind: StaticString, _ scope: FetchScope, _ identifiers: [String], to command: inout RedisCommand) {
-        for identifier in identifiers { command.appendArgument { write(kind, scope, identifier, to: &$0) } }
+        for identifier in identifiers { append(kind, scope, identifier, to: &command) }
     }
 }

@@ -18,11 +18,13 @@ package enum SharedLease {
         magic + Array(token.utf8)
     }
 
-    /// Writes the value of a lease held by `token` straight into a
-    /// command's argument, with no buffer of its own.
-    package static func write(token: String, to writer: inout RedisCommand.ArgumentWriter) {
-        writer.append(magic)
-        writer.append(token)
+    /// Appends the value of a lease held by `token` to a command, as one
+    /// argument, with no buffer of its own.
+    package static func append(token: String, to command: inout RedisCommand) {
+        command.beginArgument()
+        command.appendPart(magic)
+        command.appendPart(token)
+        command.endArgument()
     }
 
     /// Whether `bytes` are a lease (of any replica), not an entry.

@@ -373,7 +373,7 @@ extension SharedTier {
         }
         for group in groups {
             if group.leasesInEntryKeys {
-                command.appendArgument { SharedLease.write(token: group.token, to: &$0) }
+                SharedLease.append(token: group.token, to: &command)
             } else {
                 command.append(group.token)
             }

@@ -330,9 +330,9 @@ package final class SharedTier: Sendable {
         var command = RedisCommand.evalsha(Self.lookupScript, keyCount: unique.count, reservingBytes: unique.count * 112 + token.utf8.count + 64, arguments: unique.count + 2)
         command.replyElements = unique.count
         for key in unique {
-            command.appendArgument { keys.write("v1:p:", key.scope, key.identifier, to: &$0) }
+            keys.append("v1:p:", key.scope, key.identifier, to: &command)
         }
-        command.appendArgument { SharedLease.write(token: token, to: &$0) }
+        SharedLease.append(token: token, to: &command)
         command.append(Self.leaseMilliseconds)
         connection.eval(Self.lookupScript, command) { [self] reply in
             guard case .success(.array(let values)) = reply, values.count == unique.count else {
@@ -480,7 +480,7 @@ package final class SharedTier: Sendable {
         for index in identifiers.indices {
             var command = RedisCommand(reservingBytes: 128 + entries.values[index].count, arguments: 5)
             command.append("SET")
-            command.appendArgument { keys.write("v1:p:", scope, identifiers[index], to: &$0) }
+            keys.append("v1:p:", scope, identifiers[index], to: &command)
             command.append(entries.values[index])
             command.append("PX")
             command.append(entries.keepMilliseconds[index])

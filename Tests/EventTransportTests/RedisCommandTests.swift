@@ -13,12 +13,13 @@ struct RedisCommandTests {
         command.append("SET")
         command.append(Array("key".utf8))
         command.append("")
-        command.appendArgument { writer in
-            writer.append("a")
-            writer.append(byte: UInt8(ascii: ":"))
-            writer.append("b" as StaticString)
-        }
-        #expect(Self.arguments(command) == ["SET", "key", "", "a:b"])
+        command.beginArgument()
+        command.appendPart("a")
+        command.appendPart(byte: UInt8(ascii: ":"))
+        command.appendPart("b" as StaticString)
+        command.appendDecimal(-12)
+        command.endArgument()
+        #expect(Self.arguments(command) == ["SET", "key", "", "a:b-12"])
         #expect(RedisCommand([Array("PING".utf8), []]).count == 2)
     }
 
