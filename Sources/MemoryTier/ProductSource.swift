@@ -177,29 +177,79 @@ public struct CatalogProductSource: ProductSource {
 package struct SharedPreclaim: Sendable {
     package let token: String
     package let scope: FetchScope
-    /// Leases this token holds.
-    package var won: Set<String> = []
+    /// Which leases it holds: every identifier of a list (the usual miss,
+    /// kept as the call's own array, with nothing hashed), or a set.
+    private var leases: Leases
 
+    private enum Leases: Sendable {
+        case exactly([String])
+        case some(Set<String>)
+    }
+
+    /// Leases on `won`.
     package init(token: String, scope: FetchScope, won: Set<String> = []) {
         self.token = token
         self.scope = scope
-        self.won = won
+        self.leases = .some(won)
+    }
+
+    /// Leases on every one of `identifiers` (distinct).
+    package init(token: String, scope: FetchScope, wonAllOf identifiers: [String]) {
+        self.token = token
+        self.scope = scope
+        self.leases = .exactly(identifiers)
+    }
+
+    /// Leases this token holds.
+    package var won: Set<String> {
+        get {
+            switch leases {
+            case .exactly(let identifiers): Set(identifiers)
+            case .some(let won): won
+            }
+        }
+        set { leases = .some(newValue) }
+    }
+
+    /// How many leases it holds.
+    package var wonCount: Int {
+        switch leases {
+        case .exactly(let identifiers): identifiers.count
+        case .some(let won): won.count
+        }
+    }
+
+    /// The identifiers it holds leases on.
+    package var wonIdentifiers: [String] {
+        switch leases {
+        case .exactly(let identifiers): identifiers
+        case .some(let won): Array(won)
+        }
     }
 
     /// Whether these are leases won on exactly `identifiers` (distinct),
     /// none held elsewhere: the fetch owns every identifier it asks.
     package func ownsAll(of identifiers: [String]) -> Bool {
-        won.count == identifiers.count && identifiers.allSatisfy(won.contains)
+        switch leases {
+        case .exactly(let all):
+            // The usual miss: the fetch asks the lookup's own list (the
+            // same strings, compared by their storage first).
+            guard all.count == identifiers.count else { return false }
+            return all == identifiers || identifiers.allSatisfy(Set(all).contains)
+        case .some(let won):
+            return won.count == identifiers.count && identifiers.allSatisfy(won.contains)
+        }
     }
 
     /// The part of these leases that `identifiers` adopt.
     package func restricted(to identifiers: [String]) -> SharedPreclaim? {
         // The usual miss: one fetch adopts every lease its lookup won.
         if ownsAll(of: identifiers) { return self }
+        let won = self.won
         var part = SharedPreclaim(token: token, scope: scope)
-        for identifier in identifiers {
-            if won.contains(identifier) { part.won.insert(identifier) }
-        }
-        return part.won.isEmpty ? nil : part
+        var adopted: Set<String> = []
+        for identifier in identifiers where won.contains(identifier) { adopted.insert(identifier) }
+        part.leases = .some(adopted)
+        return adopted.isEmpty ? nil : part
     }
 }

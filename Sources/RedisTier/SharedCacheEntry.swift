@@ -176,8 +176,44 @@ package struct SharedTierKeys: Sendable {
         command.endArgument()
     }
 
-    /// Appends the keys of `kind` for each of `identifiers`, in order.
+    /// Appends the keys of `kind` for each of `identifiers`, in order. The
+    /// part before the identifier, the same for all, is written once (on
+    /// the stack) and copied for each key: a shared-tier miss writes two
+    /// or three keys per identifier, and writing each part of each key
+    /// cost more than the rest of the command.
     package func append(_ kind: StaticString, _ scope: FetchScope, _ identifiers: [String], to command: inout RedisCommand) {
-        for identifier in identifiers { append(kind, scope, identifier, to: &command) }
+        guard identifiers.count > 1 else {
+            for identifier in identifiers { append(kind, scope, identifier, to: &command) }
+            return
+        }
+        var prefix = prefix
+        var appID = scope.appID
+        var country = scope.country.text
+        var language = scope.language?.text ?? "-"
+        let headCount = prefix.utf8.count + kind.utf8CodeUnitCount + appID.utf8.count + country.utf8.count + language.utf8.count + 3
+        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: headCount) { head in
+            var offset = 0
+            func put(_ bytes: UnsafeBufferPointer<UInt8>) {
+                _ = UnsafeMutableBufferPointer(rebasing: head[offset ..< offset + bytes.count]).initialize(from: bytes)
+                offset += bytes.count
+            }
+            func put(_ text: inout String) { text.withUTF8 { put($0) } }
+            func put(colon: Void) { head[offset] = UInt8(ascii: ":"); offset += 1 }
+            put(&prefix)
+            put(UnsafeBufferPointer(start: kind.utf8Start, count: kind.utf8CodeUnitCount))
+            put(&appID)
+            put(colon: ())
+            put(&country)
+            put(colon: ())
+            put(&language)
+            put(colon: ())
+            let written = UnsafeBufferPointer(rebasing: head[..<offset])
+            for identifier in identifiers {
+                command.beginArgument()
+                command.appendPart(written)
+                command.appendPart(identifier)
+                command.endArgument()
+            }
+        }
     }
 }

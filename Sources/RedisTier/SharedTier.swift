@@ -290,83 +290,58 @@ package final class SharedTier: Sendable {
             for asked in batch { asked.completion(nil) }
             return
         }
-        // The distinct keys, and where each call's identifiers are in them.
-        var unique: [(scope: FetchScope, identifier: String)] = []
-        var positions: [[Int]] = []
-        positions.reserveCapacity(batch.count)
-        if batch.count == 1 {
-            unique = batch[0].identifiers.map { (batch[0].scope, $0) }
-            positions = [Array(unique.indices)]
-        } else if batch.allSatisfy({ $0.scope == batch[0].scope }) {
-            // The usual turn: one scope, so identifiers alone say which
-            // keys are the same (hashing a scope per key costs more).
-            let scope = batch[0].scope
-            var index: [String: Int] = [:]
-            index.reserveCapacity(batch.reduce(0) { $0 + $1.identifiers.count })
-            for asked in batch {
-                positions.append(asked.identifiers.map { identifier in
-                    if let known = index[identifier] { return known }
-                    index[identifier] = unique.count
-                    unique.append((scope, identifier))
-                    return unique.count - 1
-                })
-            }
-        } else {
-            var index: [ScopedIdentifier: Int] = [:]
-            for asked in batch {
-                let keys = ScopedIdentifier.keys(scope: asked.scope, identifiers: asked.identifiers)
-                positions.append(keys.map { key in
-                    if let known = index[key] { return known }
-                    index[key] = unique.count
-                    unique.append((asked.scope, key.identifier))
-                    return unique.count - 1
-                })
-            }
-        }
+        // Every call's keys, one after the other, as asked: an identifier
+        // two calls of the turn ask is asked twice, and its second `SET`
+        // finds the lease its first wrote (this lookup's own token). That
+        // is rare; finding the distinct keys of every turn first cost a
+        // dictionary of every key asked.
+        let keyCount = batch.reduce(0) { $0 + $1.identifiers.count }
         let token = makeClaimToken()
         // The lookup script: one `SET entry-key lease NX PX 1000 GET` per
-        // distinct key; each element of the reply is the entry (nothing
-        // written), or nil (no entry: the lease is this call's).
-        var command = RedisCommand.evalsha(Self.lookupScript, keyCount: unique.count, reservingBytes: unique.count * 112 + token.utf8.count + 64, arguments: unique.count + 2)
-        command.replyElements = unique.count
-        for key in unique {
-            keys.append("v1:p:", key.scope, key.identifier, to: &command)
+        // key; each element of the reply is the entry (nothing written), or
+        // nil (no entry: the lease is this call's).
+        var command = RedisCommand.evalsha(Self.lookupScript, keyCount: keyCount, reservingBytes: keyCount * 112 + token.utf8.count + 64, arguments: keyCount + 2)
+        command.replyElements = keyCount
+        for asked in batch {
+            keys.append("v1:p:", asked.scope, asked.identifiers, to: &command)
         }
         SharedLease.append(token: token, to: &command)
         command.append(Self.leaseMilliseconds)
         connection.eval(Self.lookupScript, command) { [self] reply in
-            guard case .success(.array(let values)) = reply, values.count == unique.count else {
+            guard case .success(.array(let values)) = reply, values.count == keyCount else {
                 // The script may have run, whatever came back: leases
                 // nobody adopts are given back. (A failure drops the
                 // connection with it: those leases lapse within a second.)
-                if case .success = reply { releaseLeases(unique, token: token, on: connection) }
+                if case .success = reply {
+                    for asked in batch { release(asked.identifiers, scope: asked.scope, token: token, on: connection, leasesInEntryKeys: true) }
+                }
                 for asked in batch {
                     asked.completion(entries(of: reply, identifiers: asked.identifiers).map { Lookup(entries: $0, claims: nil) })
                 }
                 return
             }
-            var leased = [Bool](repeating: false, count: unique.count)
             var garbage = 0
-            for (number, asked) in batch.enumerated() {
+            var position = 0
+            for asked in batch {
                 var found: [SharedCacheEntry?] = []
-                var claims = SharedPreclaim(token: token, scope: asked.scope)
-                claims.won.reserveCapacity(asked.identifiers.count)
                 found.reserveCapacity(asked.identifiers.count)
-                for (offset, identifier) in asked.identifiers.enumerated() {
-                    let position = positions[number][offset]
+                // Nil while every identifier so far won its lease (the usual
+                // miss: no set is made).
+                var wonSome: Set<String>?
+                for (index, identifier) in asked.identifiers.enumerated() {
+                    defer { position += 1 }
+                    if wonSome == nil, values[position] != .null { wonSome = Set(asked.identifiers[..<index]) }
                     switch values[position] {
                     case .null:
-                        // The lease is this call's: one fetch adopts it (the
-                        // first call that asked; the others join that fetch
-                        // in process).
+                        // The lease is this call's: its fetch adopts it.
                         found.append(nil)
-                        if !leased[position] {
-                            leased[position] = true
-                            claims.won.insert(identifier)
-                        }
+                        wonSome?.insert(identifier)
                     case .bulk(let bytes) where SharedLease.isLease(bytes):
                         // Another replica's lease: the fetch claims it by the
-                        // claim script, which flags the wait atomically.
+                        // claim script, which flags the wait atomically. Or
+                        // this lookup's own, for a call that asked what an
+                        // earlier call of the turn asked: that call's fetch
+                        // holds it, and this call joins it in process.
                         found.append(nil)
                     case .error:
                         // Not a string (a key of another type): the claim
@@ -381,6 +356,8 @@ package final class SharedTier: Sendable {
                         found.append(nil)
                     }
                 }
+                let claims = wonSome.map { SharedPreclaim(token: token, scope: asked.scope, won: $0) }
+                    ?? SharedPreclaim(token: token, scope: asked.scope, wonAllOf: asked.identifiers)
                 asked.completion(Lookup(entries: found, claims: claims))
             }
             if garbage > 0 {
@@ -408,20 +385,10 @@ package final class SharedTier: Sendable {
 
     private static let leaseMilliseconds = Array(String(lease.milliseconds).utf8)
 
-    /// Gives back the leases `token` may hold on `keys` (a lookup whose
-    /// reply did not parse).
-    private func releaseLeases(_ keys: [(scope: FetchScope, identifier: String)], token: String, on connection: RedisConnection) {
-        var byScope: [FetchScope: [String]] = [:]
-        for key in keys { byScope[key.scope, default: []].append(key.identifier) }
-        for (scope, identifiers) in byScope {
-            release(identifiers, scope: scope, token: token, on: connection, leasesInEntryKeys: true)
-        }
-    }
-
     /// Gives back leases a lookup took that no fetch adopted.
     package func release(_ claims: SharedPreclaim, on loop: EventLoop) {
-        guard !claims.won.isEmpty, let connection = connections[ObjectIdentifier(loop)], connection.isReady else { return }
-        release(Array(claims.won), scope: claims.scope, token: claims.token, on: connection, leasesInEntryKeys: true)
+        guard claims.wonCount > 0, let connection = connections[ObjectIdentifier(loop)], connection.isReady else { return }
+        release(claims.wonIdentifiers, scope: claims.scope, token: claims.token, on: connection, leasesInEntryKeys: true)
     }
 
     /// The entries of an `MGET` reply, in `identifiers`' order.

@@ -4,6 +4,7 @@
 @testable import RedisTier
 import JSONRPC
 import ProductsDomain
+import EventTransport
 import Testing
 
 /// The shared tier's value format and keys, without Redis.
@@ -70,5 +71,23 @@ struct SharedCacheEntryTests {
         #expect(String(decoding: keys.entry(Self.scope, "coins_100"), as: UTF8.self) == "gw:v1:p:demo:DE:pt-BR:coins_100")
         let noLanguage = FetchScope(appID: "demo", country: CountryCode("FR")!, language: nil)
         #expect(String(decoding: keys.entry(noLanguage, "a.b"), as: UTF8.self) == "gw:v1:p:demo:FR:-:a.b")
+    }
+
+    /// The keys of several identifiers share their head, written once:
+    /// each is the key written alone, with or without a language, empty
+    /// identifiers and non-ASCII ones included.
+    @Test(arguments: [0, 1, 2, 5])
+    func keysOfSeveralIdentifiersAreEachTheKeyWrittenAlone(count: Int) {
+        let keys = SharedTierKeys(prefix: "a-much-longer-prefix-than-a-small-string:")
+        let identifiers = ["coins_100", "", "premium_monthly_with_a_long_name", "é", "x"].prefix(count).map { $0 }
+        for scope in [Self.scope, FetchScope(appID: "an-app-identifier-over-fifteen-bytes", country: CountryCode("FR")!, language: nil)] {
+            var command = RedisCommand()
+            command.append("MGET")
+            keys.append("v1:w:", scope, identifiers, to: &command)
+            #expect(command.count == 1 + identifiers.count)
+            for (index, identifier) in identifiers.enumerated() {
+                #expect(command.argumentBytes(1 + index) == keys.key("v1:w:", scope, identifier))
+            }
+        }
     }
 }

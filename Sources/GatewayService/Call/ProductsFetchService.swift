@@ -239,7 +239,7 @@ public final class ProductsFetchService: Sendable {
     /// The leases of `fetch`'s identifiers, taken out of `preclaim`.
     private func adopt(_ fetch: CoalescedFetch, from preclaim: inout SharedPreclaim?) -> SharedPreclaim? {
         guard let all = preclaim, let part = all.restricted(to: fetch.identifiers) else { return nil }
-        if part.won.count == all.won.count {
+        if part.wonCount == all.wonCount {
             // Every lease adopted (the usual miss): nothing left to subtract.
             preclaim = nil
             return part
