@@ -158,11 +158,15 @@ int gw_redis_libevent_attach(struct redisAsyncContext *context, struct event_bas
     if (redisLibeventAttach(context, base) != REDIS_OK) return REDIS_ERR;
     reader->fn = &gw_bounded_functions;
     reader->privdata = bounds;
-    /* The adapter's read event, replaced by one that checks the buffer first. */
+    /* The adapter's read event, replaced by one that checks the buffer first,
+       and persistent: the adapter's is not, so each reply cost an epoll_ctl
+       (the event removed as it fires, then added again by hiredis after the
+       read). hiredis's add of a persistent event already added changes
+       nothing; its delete (on disconnect) still removes it. */
     redisLibeventEvents *events = context->ev.data;
     event_del(events->rev);
     event_free(events->rev);
-    events->rev = event_new(base, context->c.fd, EV_READ, gw_bounded_read_event, events);
+    events->rev = event_new(base, context->c.fd, EV_READ | EV_PERSIST, gw_bounded_read_event, events);
     event_add(events->rev, NULL);
     return REDIS_OK;
 }
