@@ -77,6 +77,24 @@ public struct RedisCommand: Sendable {
         openedAt = storage.count
     }
 
+    /// How many bytes the command has so far (where the next byte goes).
+    public var byteCount: Int { storage.count }
+
+    /// Starts an argument written in parts with a copy of the bytes at
+    /// `range` (a part of an argument already written): keys of one scope
+    /// share their head, written once.
+    @inlinable
+    public mutating func beginArgument(repeating range: Range<Int>) {
+        precondition(range.lowerBound >= 0 && range.upperBound <= storage.count, "bytes already written")
+        beginArgument()
+        let start = storage.count
+        storage.append(contentsOf: repeatElement(0, count: range.count))
+        storage.withUnsafeMutableBufferPointer { buffer in
+            guard let base = buffer.baseAddress, !range.isEmpty else { return }
+            (base + start).update(from: base + range.lowerBound, count: range.count)
+        }
+    }
+
     /// Ends the argument ``beginArgument()`` started.
     @inlinable
     public mutating func endArgument() {

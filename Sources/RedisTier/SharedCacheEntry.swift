@@ -56,21 +56,34 @@ package struct SharedCacheEntry: Equatable, Sendable {
         return min(.milliseconds(left.partialValue), cap)
     }
 
+    /// The entry's bytes.
     package var encoded: [UInt8] {
-        var bytes: [UInt8] = []
-        bytes.reserveCapacity(Self.headerCount + (answer.product?.bytes.count ?? 0))
-        bytes.append(contentsOf: Self.magic)
-        withUnsafeBytes(of: freshUntilUnixMS.bigEndian) { bytes.append(contentsOf: $0) }
-        withUnsafeBytes(of: staleIfErrorSeconds.bigEndian) { bytes.append(contentsOf: $0) }
-        withUnsafeBytes(of: revalidateSeconds.bigEndian) { bytes.append(contentsOf: $0) }
+        var command = RedisCommand(reservingBytes: encodedCount, arguments: 1)
+        append(to: &command)
+        return command.bytes
+    }
+
+    /// How many bytes ``encoded`` has.
+    package var encodedCount: Int {
+        Self.headerCount + (answer.product?.bytes.count ?? 0)
+    }
+
+    /// Appends the entry's bytes to `command`, as one argument, with no
+    /// buffer of their own (a miss stores one entry per identifier).
+    package func append(to command: inout RedisCommand) {
+        command.beginArgument()
+        command.appendPart(Self.magic)
+        withUnsafeBytes(of: freshUntilUnixMS.bigEndian) { command.appendPart($0) }
+        withUnsafeBytes(of: staleIfErrorSeconds.bigEndian) { command.appendPart($0) }
+        withUnsafeBytes(of: revalidateSeconds.bigEndian) { command.appendPart($0) }
         switch answer {
         case .product(let product):
-            bytes.append(UInt8(ascii: "P"))
-            bytes.append(contentsOf: product.bytes)
+            command.appendPart(byte: UInt8(ascii: "P"))
+            command.appendPart(product.bytes)
         case .unknown:
-            bytes.append(UInt8(ascii: "U"))
+            command.appendPart(byte: UInt8(ascii: "U"))
         }
-        return bytes
+        command.endArgument()
     }
 
     /// Reads an entry for `identifier`; nil for anything that is not one
@@ -158,12 +171,9 @@ package struct SharedTierKeys: Sendable {
         return command.argumentBytes(0)
     }
 
-    /// ``key(_:_:_:)`` written straight into a command, as one argument:
-    /// every identifier of every memory miss gets keys, with no buffer of
-    /// its own.
-    @inline(__always)
-    package func append(_ kind: StaticString, _ scope: FetchScope, _ identifier: String, to command: inout RedisCommand) {
-        command.beginArgument()
+    /// Appends `{prefix}{kind}{app}:{country}:{language or -}:`, what every
+    /// key of one kind and scope begins with, to the argument being written.
+    private func appendHead(_ kind: StaticString, _ scope: FetchScope, to command: inout RedisCommand) {
         command.appendPart(prefix)
         command.appendPart(kind)
         command.appendPart(scope.appID)
@@ -172,48 +182,33 @@ package struct SharedTierKeys: Sendable {
         command.appendPart(byte: UInt8(ascii: ":"))
         if let language = scope.language { command.appendPart(language.text) } else { command.appendPart(byte: UInt8(ascii: "-")) }
         command.appendPart(byte: UInt8(ascii: ":"))
+    }
+
+    /// ``key(_:_:_:)`` written straight into a command, as one argument.
+    package func append(_ kind: StaticString, _ scope: FetchScope, _ identifier: String, to command: inout RedisCommand) {
+        command.beginArgument()
+        appendHead(kind, scope, to: &command)
         command.appendPart(identifier)
         command.endArgument()
     }
 
     /// Appends the keys of `kind` for each of `identifiers`, in order. The
-    /// part before the identifier, the same for all, is written once (on
-    /// the stack) and copied for each key: a shared-tier miss writes two
-    /// or three keys per identifier, and writing each part of each key
-    /// cost more than the rest of the command.
+    /// part before the identifier, the same for all, is written once, in
+    /// the first key, and copied from there for the others: a shared-tier
+    /// miss writes two or three keys per identifier, and writing each part
+    /// of each key cost more than the rest of the command.
     package func append(_ kind: StaticString, _ scope: FetchScope, _ identifiers: [String], to command: inout RedisCommand) {
-        guard identifiers.count > 1 else {
-            for identifier in identifiers { append(kind, scope, identifier, to: &command) }
-            return
-        }
-        var prefix = prefix
-        var appID = scope.appID
-        var country = scope.country.text
-        var language = scope.language?.text ?? "-"
-        let headCount = prefix.utf8.count + kind.utf8CodeUnitCount + appID.utf8.count + country.utf8.count + language.utf8.count + 3
-        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: headCount) { head in
-            var offset = 0
-            func put(_ bytes: UnsafeBufferPointer<UInt8>) {
-                _ = UnsafeMutableBufferPointer(rebasing: head[offset ..< offset + bytes.count]).initialize(from: bytes)
-                offset += bytes.count
-            }
-            func put(_ text: inout String) { text.withUTF8 { put($0) } }
-            func put(colon: Void) { head[offset] = UInt8(ascii: ":"); offset += 1 }
-            put(&prefix)
-            put(UnsafeBufferPointer(start: kind.utf8Start, count: kind.utf8CodeUnitCount))
-            put(&appID)
-            put(colon: ())
-            put(&country)
-            put(colon: ())
-            put(&language)
-            put(colon: ())
-            let written = UnsafeBufferPointer(rebasing: head[..<offset])
-            for identifier in identifiers {
-                command.beginArgument()
-                command.appendPart(written)
-                command.appendPart(identifier)
-                command.endArgument()
-            }
+        guard let first = identifiers.first else { return }
+        command.beginArgument()
+        let headStart = command.byteCount
+        appendHead(kind, scope, to: &command)
+        let head = headStart ..< command.byteCount
+        command.appendPart(first)
+        command.endArgument()
+        for identifier in identifiers.dropFirst() {
+            command.beginArgument(repeating: head)
+            command.appendPart(identifier)
+            command.endArgument()
         }
     }
 }

@@ -358,7 +358,7 @@ extension SharedTier {
             let n = group.identifiers.count
             keyCount += (group.entries == nil || group.leasesInEntryKeys ? 2 : 3) * n
             argumentCount += 4 + (group.entries == nil ? 0 : 2 * n)
-            bytes += 200 * n + (group.entries?.values.reduce(0) { $0 + $1.count + 24 } ?? 0)
+            bytes += 200 * n + (group.entries?.items.reduce(0) { $0 + $1.entry.encodedCount + 24 } ?? 0)
         }
         var command = RedisCommand.evalsha(Self.releaseScript, keyCount: keyCount, reservingBytes: bytes, arguments: keyCount + argumentCount)
         command.replyElements = groups.count
@@ -381,9 +381,9 @@ extension SharedTier {
             command.append(group.entries == nil ? "0" : "1")
             command.append(group.leasesInEntryKeys ? "p" : "c")
             if let entries = group.entries {
-                for index in group.identifiers.indices {
-                    command.append(entries.values[index])
-                    command.append(entries.keepMilliseconds[index])
+                for (entry, keep) in entries.items {
+                    entry.append(to: &command)
+                    command.append(keep)
                 }
             }
         }

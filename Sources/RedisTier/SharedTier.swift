@@ -445,12 +445,13 @@ package final class SharedTier: Sendable {
         let metrics = self.metrics
         let log = self.log
         for index in identifiers.indices {
-            var command = RedisCommand(reservingBytes: 128 + entries.values[index].count, arguments: 5)
+            let (entry, keep) = entries.items[index]
+            var command = RedisCommand(reservingBytes: 128 + entry.encodedCount, arguments: 5)
             command.append("SET")
             keys.append("v1:p:", scope, identifiers[index], to: &command)
-            command.append(entries.values[index])
+            entry.append(to: &command)
             command.append("PX")
-            command.append(entries.keepMilliseconds[index])
+            command.append(keep)
             connection.send(command) { result in
                 switch result {
                 case .success(.status("OK")):
@@ -466,13 +467,12 @@ package final class SharedTier: Sendable {
         }
     }
 
-    /// The entries of a page, as Redis arguments: each identifier's
-    /// encoded entry and how long Redis keeps it (ms).
+    /// The entries of a page, for Redis: each identifier's entry (written
+    /// into the command that stores it, not encoded apart) and how long
+    /// Redis keeps it (ms).
     package struct EntryArguments {
-        /// Each identifier's encoded entry, in order.
-        package var values: [[UInt8]] = []
-        /// How long Redis keeps each (ms).
-        package var keepMilliseconds: [Int64] = []
+        /// Each identifier's entry and time to keep, in order.
+        package var items: [(entry: SharedCacheEntry, keepMilliseconds: Int64)] = []
     }
 
     /// What storing `page` for `identifiers` writes (fresh, then its stale
@@ -486,8 +486,7 @@ package final class SharedTier: Sendable {
         let staleIfError = Self.window(page.staleIfErrorSeconds, cap: maxStaleSeconds)
         let revalidate = Self.window(page.staleWhileRevalidateSeconds, cap: maxStaleSeconds)
         var arguments = EntryArguments()
-        arguments.values.reserveCapacity(identifiers.count)
-        arguments.keepMilliseconds.reserveCapacity(identifiers.count)
+        arguments.items.reserveCapacity(identifiers.count)
         for identifier in identifiers {
             let entry = SharedCacheEntry(
                 answer: page.encodedProducts[identifier].map(ProductAnswer.product) ?? .unknown,
@@ -495,8 +494,7 @@ package final class SharedTier: Sendable {
                 staleIfErrorSeconds: staleIfError,
                 revalidateSeconds: revalidate
             )
-            arguments.values.append(entry.encoded)
-            arguments.keepMilliseconds.append(entry.keepMilliseconds(nowUnixMS: nowUnixMS))
+            arguments.items.append((entry, entry.keepMilliseconds(nowUnixMS: nowUnixMS)))
         }
         return arguments
     }

@@ -23,6 +23,25 @@ struct RedisCommandTests {
         #expect(RedisCommand([Array("PING".utf8), []]).count == 2)
     }
 
+    @Test func anArgumentCanBeginWithACopyOfBytesAlreadyWritten() {
+        var command = RedisCommand(reservingBytes: 4, arguments: 1)
+        command.append("MGET")
+        command.beginArgument()
+        let start = command.byteCount
+        command.appendPart("head:")
+        let head = start ..< command.byteCount
+        command.appendPart("first")
+        command.endArgument()
+        for tail in ["second", "", "a-third-one-long-enough-to-grow-the-buffer-more-than-once"] {
+            command.beginArgument(repeating: head)
+            command.appendPart(tail)
+            command.endArgument()
+        }
+        command.beginArgument(repeating: head.lowerBound ..< head.lowerBound)
+        command.endArgument()
+        #expect(Self.arguments(command) == ["MGET", "head:first", "head:second", "head:", "head:a-third-one-long-enough-to-grow-the-buffer-more-than-once", ""])
+    }
+
     @Test(arguments: [Int64(0), 7, 10, 1000, -1, -250, Int64.max, Int64.min])
     func integersAreWrittenInDecimal(value: Int64) {
         var command = RedisCommand()
