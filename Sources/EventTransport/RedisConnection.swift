@@ -236,28 +236,72 @@ public final class RedisConnection: @unchecked Sendable {
         }
     }
 
-    /// `redisAsyncCommandArgv` with binary-safe arguments, pointing into
-    /// the command's one buffer (the pointer table on the stack). hiredis
-    /// copies them into its output buffer before returning.
+    /// Hands the command to hiredis in the protocol's form (RESP), written
+    /// here in one pass into one buffer, which hiredis copies into its
+    /// output buffer (`redisAsyncFormattedCommand`). hiredis's own
+    /// formatter (`redisAsyncCommandArgv`) builds the same bytes with a
+    /// `printf`-style call per argument and a buffer grown as it goes: a
+    /// shared-tier miss sends a few dozen arguments, and that formatting
+    /// showed in its profile.
     private static func submit(_ command: RedisCommand, to context: UnsafeMutablePointer<redisAsyncContext>, sequence: UInt) -> Bool {
+        let wire = Self.wire(command)
+        return wire.withUnsafeBufferPointer { buffer in
+            buffer.baseAddress!.withMemoryRebound(to: CChar.self, capacity: buffer.count) { base in
+                // The trailing NUL is not sent: hiredis reads the command's
+                // name with `strchr`, as in the C string its formatter makes.
+                redisAsyncFormattedCommand(context, redisReplyCallback, UnsafeMutableRawPointer(bitPattern: sequence), base, buffer.count - 1) == REDIS_OK
+            }
+        }
+    }
+
+    /// `*n\r\n`, then `$length\r\n{bytes}\r\n` per argument, then a NUL.
+    package static func wire(_ command: RedisCommand) -> [UInt8] {
         let lengths = command.lengths
-        return command.bytes.withUnsafeBufferPointer { buffer in
-            // An empty buffer has no base address; hiredis needs one for
-            // every argument, even an empty one.
-            let base = UnsafeRawPointer(buffer.baseAddress) ?? UnsafeRawPointer(bitPattern: 1)!
-            return withUnsafeTemporaryAllocation(of: UnsafePointer<CChar>?.self, capacity: lengths.count) { argv in
-                var offset = 0
-                for (index, length) in lengths.enumerated() {
-                    argv[index] = base.advanced(by: offset).assumingMemoryBound(to: CChar.self)
-                    offset += length
+        let bytes = command.bytes
+        // At most 20 digits per length, and 5 bytes around it.
+        let capacity = bytes.count + 25 * (lengths.count + 1) + 1
+        return [UInt8](unsafeUninitializedCapacity: capacity) { buffer, count in
+            var at = 0
+            func put(_ byte: UInt8) {
+                buffer[at] = byte
+                at += 1
+            }
+            func put(decimal value: Int) {
+                var digits = 1
+                var rest = value / 10
+                while rest > 0 {
+                    digits += 1
+                    rest /= 10
                 }
-                return lengths.withUnsafeBufferPointer { argvlen in
-                    redisAsyncCommandArgv(
-                        context, redisReplyCallback, UnsafeMutableRawPointer(bitPattern: sequence),
-                        Int32(lengths.count), argv.baseAddress, argvlen.baseAddress
-                    ) == REDIS_OK
+                var left = value
+                for index in stride(from: at + digits - 1, through: at, by: -1) {
+                    buffer[index] = UInt8(ascii: "0") + UInt8(left % 10)
+                    left /= 10
+                }
+                at += digits
+            }
+            put(UInt8(ascii: "*"))
+            put(decimal: lengths.count)
+            put(UInt8(ascii: "\r"))
+            put(UInt8(ascii: "\n"))
+            bytes.withUnsafeBufferPointer { source in
+                var offset = 0
+                for length in lengths {
+                    put(UInt8(ascii: "$"))
+                    put(decimal: length)
+                    put(UInt8(ascii: "\r"))
+                    put(UInt8(ascii: "\n"))
+                    if length > 0 {
+                        (buffer.baseAddress! + at).initialize(from: source.baseAddress! + offset, count: length)
+                        at += length
+                        offset += length
+                    }
+                    put(UInt8(ascii: "\r"))
+                    put(UInt8(ascii: "\n"))
                 }
             }
+            put(0)
+            count = at
         }
     }
 

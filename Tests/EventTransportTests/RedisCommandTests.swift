@@ -42,6 +42,20 @@ struct RedisCommandTests {
         #expect(Self.arguments(command) == ["MGET", "head:first", "head:second", "head:", "head:a-third-one-long-enough-to-grow-the-buffer-more-than-once", ""])
     }
 
+    /// What goes on the wire: the protocol's form of the arguments, byte
+    /// for byte, and a NUL that is not sent.
+    @Test func theWireFormIsRESPWithATrailingNUL() {
+        var command = RedisCommand()
+        command.append("SET")
+        command.append("k")
+        command.append("")
+        command.append(Array(repeating: UInt8(ascii: "v"), count: 1234))
+        command.append([0, 13, 10, 36])
+        let expected = "*5\r\n$3\r\nSET\r\n$1\r\nk\r\n$0\r\n\r\n$1234\r\n" + String(repeating: "v", count: 1234) + "\r\n$4\r\n\u{0}\r\n$\r\n"
+        #expect(RedisConnection.wire(command) == Array(expected.utf8) + [0])
+        #expect(RedisConnection.wire(RedisCommand()) == Array("*0\r\n".utf8) + [0])
+    }
+
     @Test(arguments: [Int64(0), 7, 10, 1000, -1, -250, Int64.max, Int64.min])
     func integersAreWrittenInDecimal(value: Int64) {
         var command = RedisCommand()
