@@ -39,11 +39,14 @@ package final class Coalescer: Sendable {
     }
 
     /// Joins fetches in flight for `identifiers` and claims the rest in
-    /// chunks of at most `chunkSize`, atomically.
-    package func claim(scope: FetchScope, identifiers: [String], chunkSize: Int) -> Claim {
+    /// chunks of at most `chunkSize`, atomically. `keys`, when given, are
+    /// `identifiers`' (``notInFlight(scope:identifiers:)`` made them for the
+    /// same list).
+    package func claim(scope: FetchScope, identifiers: [String], keys: [ScopedIdentifier]? = nil, chunkSize: Int) -> Claim {
         // Hashed outside the lock, once: the plan, the claim and the
         // fetch's release all use these keys.
-        let keys = ScopedIdentifier.keys(scope: scope, identifiers: identifiers)
+        let keys = keys ?? ScopedIdentifier.keys(scope: scope, identifiers: identifiers)
+        precondition(keys.count == identifiers.count, "one key per identifier")
         return state.withLock { state in
             let plan = state.machine.plan(keys: keys)
             var started: [CoalescedFetch] = []
@@ -78,13 +81,21 @@ package final class Coalescer: Sendable {
     /// fetch in process, and a lease its lookup took for them would be
     /// one no fetch runs under, which another replica could only wait on.
     package func notInFlight(scope: FetchScope, identifiers: [String]) -> [String] {
-        guard running.count > 0 else { return identifiers }
+        notInFlightKeys(scope: scope, identifiers: identifiers).open
+    }
+
+    /// ``notInFlight(scope:identifiers:)``, with the keys it hashed when no
+    /// identifier is in flight (the list is `identifiers` itself): the
+    /// call's claim that follows the shared tier's lookup takes them, and
+    /// hashes nothing again.
+    package func notInFlightKeys(scope: FetchScope, identifiers: [String]) -> (open: [String], keys: [ScopedIdentifier]?) {
         let keys = ScopedIdentifier.keys(scope: scope, identifiers: identifiers)
+        guard running.count > 0 else { return (identifiers, keys) }
         return state.withLock { state in
-            guard keys.contains(where: { state.machine.inFlight[$0] != nil }) else { return identifiers }
+            guard keys.contains(where: { state.machine.inFlight[$0] != nil }) else { return (identifiers, keys) }
             var open: [String] = []
             for (index, key) in keys.enumerated() where state.machine.inFlight[key] == nil { open.append(identifiers[index]) }
-            return open
+            return (open, nil)
         }
     }
 

@@ -351,37 +351,41 @@ extension SharedTier {
     /// One release script for `groups`; each group whose flags were there
     /// publishes its message.
     func sendReleases(_ groups: [SharedReleaseBatch.Group], on connection: RedisConnection) {
+        // By index: a group is read in place, not copied (a copy retains
+        // each of its fields, outcome and entries included).
         var keyCount = 0
         var argumentCount = 0
         var bytes = 128
-        for group in groups {
-            let n = group.identifiers.count
-            keyCount += (group.entries == nil || group.leasesInEntryKeys ? 2 : 3) * n
-            argumentCount += 4 + (group.entries == nil ? 0 : 2 * n)
-            bytes += 200 * n + (group.entries?.items.reduce(0) { $0 + $1.entry.encodedCount + 24 } ?? 0)
+        for index in groups.indices {
+            let n = groups[index].identifiers.count
+            let stores = groups[index].entries != nil
+            keyCount += (!stores || groups[index].leasesInEntryKeys ? 2 : 3) * n
+            argumentCount += 4 + (stores ? 2 * n : 0)
+            bytes += 200 * n + (groups[index].entries?.items.reduce(0) { $0 + $1.entry.encodedCount + 24 } ?? 0)
         }
         var command = RedisCommand.evalsha(Self.releaseScript, keyCount: keyCount, reservingBytes: bytes, arguments: keyCount + argumentCount)
         command.replyElements = groups.count
-        for group in groups {
-            if group.leasesInEntryKeys {
-                keys.append("v1:p:", group.scope, group.identifiers, to: &command)
+        for index in groups.indices {
+            let scope = groups[index].scope
+            if groups[index].leasesInEntryKeys {
+                keys.append("v1:p:", scope, groups[index].identifiers, to: &command)
             } else {
-                if group.entries != nil { keys.append("v1:p:", group.scope, group.identifiers, to: &command) }
-                keys.append("v1:c:", group.scope, group.identifiers, to: &command)
+                if groups[index].entries != nil { keys.append("v1:p:", scope, groups[index].identifiers, to: &command) }
+                keys.append("v1:c:", scope, groups[index].identifiers, to: &command)
             }
-            keys.append("v1:w:", group.scope, group.identifiers, to: &command)
+            keys.append("v1:w:", scope, groups[index].identifiers, to: &command)
         }
-        for group in groups {
-            if group.leasesInEntryKeys {
-                SharedLease.append(token: group.token, to: &command)
+        for index in groups.indices {
+            if groups[index].leasesInEntryKeys {
+                SharedLease.append(token: groups[index].token, to: &command)
             } else {
-                command.append(group.token)
+                command.append(groups[index].token)
             }
-            command.append(Int64(group.identifiers.count))
-            command.append(group.entries == nil ? "0" : "1")
-            command.append(group.leasesInEntryKeys ? "p" : "c")
-            if let entries = group.entries {
-                for (entry, keep) in entries.items {
+            command.append(Int64(groups[index].identifiers.count))
+            command.append(groups[index].entries == nil ? "0" : "1")
+            command.append(groups[index].leasesInEntryKeys ? "p" : "c")
+            if let items = groups[index].entries?.items {
+                for (entry, keep) in items {
                     entry.append(to: &command)
                     command.append(keep)
                 }
@@ -389,7 +393,7 @@ extension SharedTier {
         }
         let metrics = self.metrics
         let log = self.log
-        let channel = Array(self.channel.utf8)
+        let channel = channelBytes
         // The connection is captured strongly: the closure waits in its
         // queue until the reply or its drop (no weak side table left for
         // LeakSanitizer at exit).

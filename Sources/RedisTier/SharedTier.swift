@@ -43,6 +43,8 @@ package final class SharedTier: Sendable {
     package let waiters: SharedOutcomeWaiters
     /// The outcomes channel: `{prefix}v1:outcomes`.
     package let channel: String
+    /// ``channel``'s bytes, for the publishes of releases.
+    package let channelBytes: [UInt8]
     /// Whether fetches coalesce across replicas (claims, the outcomes
     /// channel), besides sharing the cache.
     package let coalesces: Bool
@@ -119,6 +121,7 @@ package final class SharedTier: Sendable {
             self.subscriber = nil
         }
         self.channel = channel
+        self.channelBytes = Array(channel.utf8)
         self.coalesces = coalesces
         self.replicaToken = String(UInt64.random(in: 0...UInt64.max), radix: 36)
         self.keys = SharedTierKeys(prefix: configuration.prefix)

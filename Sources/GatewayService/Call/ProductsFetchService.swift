@@ -310,12 +310,21 @@ private final class ProductsCallDriver: @unchecked Sendable {
     private let loop: EventLoop
     private var machine: ProductsCallStateMachine
     private let answer: @Sendable (Result<EncodedJSON, ProductsFetchFailure>) -> Void
+    /// The coalescer's keys of the identifiers the shared tier was asked,
+    /// for the claim that follows when the same list is still missing.
+    private var lookupKeys: (identifiers: [String], keys: [ScopedIdentifier])?
 
     init(service: ProductsFetchService, machine: ProductsCallStateMachine, loop: EventLoop, answer: @escaping @Sendable (Result<EncodedJSON, ProductsFetchFailure>) -> Void) {
         self.service = service
         self.machine = machine
         self.loop = loop
         self.answer = answer
+    }
+
+    /// Whether `a` and `b` are one list, not two equal ones: the call's
+    /// missing identifiers when nothing answered them in between.
+    private static func sameList(_ a: [String], _ b: [String]) -> Bool {
+        a.count == b.count && a.withUnsafeBufferPointer { x in b.withUnsafeBufferPointer { y in x.baseAddress == y.baseAddress } }
     }
 
     /// Performs `first` and the actions that follow it until one waits.
@@ -332,7 +341,8 @@ private final class ProductsCallDriver: @unchecked Sendable {
                     action = machine.sharedTierAnswered(now: .now)
                     continue
                 }
-                let asked = service.coalescer.notInFlight(scope: machine.call.scope, identifiers: missing)
+                let (asked, keys) = service.coalescer.notInFlightKeys(scope: machine.call.scope, identifiers: missing)
+                if let keys { lookupKeys = (asked, keys) }
                 guard !asked.isEmpty else {
                     action = machine.sharedTierAnswered(now: .now)
                     continue
@@ -344,7 +354,11 @@ private final class ProductsCallDriver: @unchecked Sendable {
                 }
                 return
             case .fetch(let missing):
-                let claim = service.coalescer.claim(scope: machine.call.scope, identifiers: missing, chunkSize: service.settings.upstreamMaxIDs)
+                let claim = service.coalescer.claim(
+                    scope: machine.call.scope, identifiers: missing, keys: lookupKeys.flatMap { Self.sameList(missing, $0.identifiers) ? $0.keys : nil },
+                    chunkSize: service.settings.upstreamMaxIDs
+                )
+                lookupKeys = nil
                 service.metrics.recordCoalesced(claim.joinedIdentifierCount)
                 service.startFetches(claim.started, for: &machine.call, on: loop)
                 action = machine.fetchesClaimed(claim.fetches)
