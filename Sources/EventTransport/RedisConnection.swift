@@ -57,6 +57,9 @@ public final class RedisConnection: @unchecked Sendable {
         let replyElements: Int
         /// `AUTH`/`SELECT` of the connection itself.
         let isHandshake: Bool
+        /// A script's `EVALSHA`, sent again as `EVAL` with the script's
+        /// text if Redis answers `NOSCRIPT`.
+        let script: (script: RedisScript, command: RedisCommand)?
         let completion: Completion
     }
 
@@ -181,12 +184,22 @@ public final class RedisConnection: @unchecked Sendable {
 
     /// ``send(_:completion:)`` of a command already written into one buffer.
     public func send(_ command: RedisCommand, completion: @escaping Completion) {
+        send(command, script: nil, completion: completion)
+    }
+
+    /// Sends `command`, a script's `EVALSHA` when `script` is given: if
+    /// Redis answers `NOSCRIPT` (it does not hold the script yet, after a
+    /// restart or a `SCRIPT FLUSH`), the same command goes again as `EVAL`
+    /// with the script's text (which also loads it), and `completion`
+    /// gets that reply. Kept with the command's entry, not in a closure
+    /// around `completion`: no allocation per script sent.
+    func send(_ command: RedisCommand, script: RedisScript?, completion: @escaping Completion) {
         loop.preconditionInEventLoop()
         guard state == .ready, onMessage == nil, let context else {
             completion(.failure(RedisError(.notConnected, "no Redis connection is ready")))
             return
         }
-        guard enqueue(command, on: context, deadline: .now + endpoint.commandTimeout, isHandshake: false, replyElements: command.replyElements, completion: completion) else {
+        guard enqueue(command, on: context, deadline: .now + endpoint.commandTimeout, isHandshake: false, replyElements: command.replyElements, script: script, completion: completion) else {
             completion(.failure(RedisError(.disconnected, "hiredis refused the command")))
             return
         }
@@ -214,18 +227,24 @@ public final class RedisConnection: @unchecked Sendable {
         redisAsyncHandleWrite(context)
     }
 
-    private func enqueue(_ command: RedisCommand, on context: UnsafeMutablePointer<redisAsyncContext>, deadline: ContinuousClock.Instant, isHandshake: Bool, replyElements: Int = 0, completion: @escaping Completion) -> Bool {
+    private func enqueue(
+        _ command: RedisCommand, on context: UnsafeMutablePointer<redisAsyncContext>, deadline: ContinuousClock.Instant, isHandshake: Bool,
+        replyElements: Int = 0, script: RedisScript? = nil, completion: @escaping Completion
+    ) -> Bool {
         let sequence = nextSequence
         nextSequence &+= 1
         if nextSequence == 0 { nextSequence = 1 }
         guard Self.submit(command, to: context, sequence: sequence) else { return false }
-        track(sequence: sequence, deadline: deadline, isHandshake: isHandshake, replyElements: replyElements, completion: completion)
+        track(sequence: sequence, deadline: deadline, isHandshake: isHandshake, replyElements: replyElements, script: script.map { ($0, command) }, completion: completion)
         return true
     }
 
     /// Records a command sent: its reply is the next after those before it.
-    private func track(sequence: UInt, deadline: ContinuousClock.Instant, isHandshake: Bool, replyElements: Int, completion: @escaping Completion) {
-        pending.append(Pending(sequence: sequence, deadline: deadline, replyElements: replyElements, isHandshake: isHandshake, completion: completion))
+    private func track(
+        sequence: UInt, deadline: ContinuousClock.Instant, isHandshake: Bool, replyElements: Int,
+        script: (script: RedisScript, command: RedisCommand)?, completion: @escaping Completion
+    ) {
+        pending.append(Pending(sequence: sequence, deadline: deadline, replyElements: replyElements, isHandshake: isHandshake, script: script, completion: completion))
         if pendingHead == pending.count - 1 { boundNextReply() }
         // A command's deadline may come before the one the timer watches
         // (the handshake's, a second or more, right after a reconnect):
@@ -460,12 +479,18 @@ public final class RedisConnection: @unchecked Sendable {
             pendingHead = 0
         }
         boundNextReply()
+        if let script = entry.script, case .error(let message)? = reply, message.hasPrefix("NOSCRIPT") {
+            send(script.command.replacingFirstTwo(with: Self.evalName, script.script.body), completion: entry.completion)
+            return
+        }
         if let reply {
             entry.completion(.success(reply))
         } else {
             entry.completion(.failure(RedisError(.disconnected, "the Redis connection was lost")))
         }
     }
+
+    private static let evalName = Array("EVAL".utf8)
 
     /// hiredis: a message on a subscribed channel.
     fileprivate func message(_ reply: RedisValue, context: UnsafeMutablePointer<redisAsyncContext>) {

@@ -50,16 +50,6 @@ extension RedisConnection {
     /// Runs `script` as `command` (made by ``RedisCommand/evalsha(_:keyCount:reservingBytes:arguments:)``,
     /// keys and arguments appended), falling back to `EVAL` on `NOSCRIPT`.
     public func eval(_ script: RedisScript, _ command: RedisCommand, completion: @escaping Completion) {
-        // Strong: the closure lives in this connection's queue until its
-        // reply or the connection's drop, which ends the cycle. (A weak
-        // capture's side table is reported by LeakSanitizer when a gateway
-        // exits with such a command outstanding.)
-        send(command) { [self] result in
-            guard case .success(.error(let message)) = result, message.hasPrefix("NOSCRIPT") else {
-                completion(result)
-                return
-            }
-            send(command.replacingFirstTwo(with: Array("EVAL".utf8), script.body), completion: completion)
-        }
+        send(command, script: script, completion: completion)
     }
 }

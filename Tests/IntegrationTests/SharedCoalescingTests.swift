@@ -328,6 +328,30 @@ struct SharedCoalescingTests {
         }
     }
 
+    /// Redis forgets its scripts (a restart, `SCRIPT FLUSH`): the next
+    /// lookup and release get `NOSCRIPT`, go again with the script's text,
+    /// and the miss is served, stored and released as before, with nothing
+    /// counted as an error.
+    @Test func scriptsForgottenByRedisAreSentAgainWithTheirText() async throws {
+        try await SharedTierScenario.run(replicas: 1) { upstream, gateways, redis in
+            upstream.upstream.setCacheControl("max-age=30")
+            #expect(try await gateways[0].fetchProducts(["premium_monthly"]).productIDs == ["premium_monthly"])
+            try await UpstreamScenario.waitFor("the scripts loaded") { (try? Self.commandCounts(redis)["eval"]) == 2 }
+            try redis.cli("SCRIPT", "FLUSH")
+            try redis.cli("CONFIG", "RESETSTAT")
+            #expect(try await gateways[0].fetchProducts(["coins_100"]).productIDs == ["coins_100"])
+            try await UpstreamScenario.waitFor("the entry stored") {
+                (try? redis.cli("GET", "test-gw:v1:p:demo:DE:-:coins_100").hasPrefix("OGW1")) == true
+            }
+            // Each script: its EVALSHA refused, then EVAL with its text.
+            let counts = try Self.commandCounts(redis).filter { $0.key != "get" }
+            #expect(counts["eval"] == 2, "\(counts)")
+            #expect(counts["evalsha"] == 2, "\(counts)")
+            #expect(try await gateways[0].metricValue("gateway_shared_cache_errors_total") ?? 0 == 0)
+            #expect(upstream.upstream.requestCount(for: "coins_100") == 1)
+        }
+    }
+
     /// What the entry key holds that is neither an entry nor a lease (bytes
     /// of another writer, a key of another type) is taken over by the
     /// claim, fetched, and replaced by the entry; the replica stays up.
