@@ -166,6 +166,13 @@ package struct JSONScanner {
     /// The offset of the next byte to read.
     package var offset: Int { position }
 
+    /// The input's bytes at `range` (a value read, from ``valueStart()`` to
+    /// ``offset``), valid while the input is.
+    package func bytes(_ range: Range<Int>) -> UnsafeBufferPointer<UInt8> {
+        precondition(range.lowerBound >= 0 && range.upperBound <= position, "bytes already read")
+        return UnsafeBufferPointer(rebasing: input[range])
+    }
+
     /// Checks that only whitespace follows the document.
     package mutating func end() throws(Refusal) {
         precondition(depth == 0, "JSONScanner.end() inside a container")

@@ -6,14 +6,16 @@ import ProductsDomain
 /// What Redis may hold, read by the shared tier, each against a reference
 /// reading written for clarity, not speed: the writer-form validator
 /// (``EncodedJSON/init(validating:maxDepth:)``) against parsing and writing
-/// again, an entry against a field-by-field reading of its format, and a
-/// message against its own invariants and a round trip.
+/// again, the product schema (``ProductSchema``) against a check of the
+/// parsed tree, an entry against a field-by-field reading of its format, and
+/// a message against its own invariants and a round trip.
 extension FuzzCase {
     /// The identifier entries are read for.
     static let entryIdentifier = "premium_monthly"
 
     func checkSharedTierReading() {
         checkWriterFormValidator(input)
+        checkProductSchema(input)
         checkEntry(input)
         // The input as an entry's product, behind a valid header: JSON
         // seeds reach the payload checks this way.
@@ -43,6 +45,63 @@ extension FuzzCase {
         }
     }
 
+    // MARK: - The public shape of a product
+
+    /// The reference: the product's tree has exactly the schema's members,
+    /// each of its type (``ProductSchema`` reads the bytes instead).
+    static func referenceProductFits(_ value: JSONValue, identifier: String) -> Bool {
+        func members(_ value: JSONValue, _ names: Set<String>) -> JSONObject? {
+            guard case .object(let object) = value, Set(object.map(\.key)) == names, object.map(\.key).count == names.count else { return nil }
+            return object
+        }
+        func string(_ value: JSONValue?) -> String? {
+            if case .string(let text)? = value { return text }
+            return nil
+        }
+        func stringOrNull(_ value: JSONValue?) -> Bool {
+            if case .null? = value { return true }
+            return string(value) != nil
+        }
+        func money(_ value: JSONValue?) -> Bool {
+            guard let value, let object = members(value, ["value", "currencyCode"]), case .number? = object["value"],
+                  let code = string(object["currencyCode"]) else { return false }
+            return code.utf8.count == 3 && code.utf8.allSatisfy { (65...90).contains($0) }
+        }
+        func period(_ value: JSONValue?) -> Bool {
+            guard let value, let object = members(value, ["unit", "numberOfUnits"]),
+                  let unit = string(object["unit"]), ["day", "week", "month", "year"].contains(unit),
+                  case .number(let text)? = object["numberOfUnits"], let count = Int(text), String(count) == text else { return false }
+            return (1...999_999_999).contains(count)
+        }
+        func offer(_ value: JSONValue?) -> Bool {
+            guard let value, let object = members(value, ["price", "period"]) else { return false }
+            return money(object["price"]) && period(object["period"])
+        }
+        func nullOr(_ value: JSONValue?, _ check: (JSONValue?) -> Bool) -> Bool {
+            if case .null? = value { return true }
+            return check(value)
+        }
+        let names: Set<String> = [
+            "productIdentifier", "localizedTitle", "localizedDescription", "iconUrl", "price",
+            "subscriptionPeriod", "subscriptionGroupIdentifier", "introductoryPrice", "discountedPrice",
+        ]
+        guard let product = members(value, names) else { return false }
+        return string(product["productIdentifier"]) == identifier
+            && string(product["localizedTitle"]) != nil && string(product["localizedDescription"]) != nil
+            && stringOrNull(product["iconUrl"]) && stringOrNull(product["subscriptionGroupIdentifier"])
+            && money(product["price"]) && nullOr(product["subscriptionPeriod"], period)
+            && nullOr(product["introductoryPrice"], offer) && nullOr(product["discountedPrice"], offer)
+    }
+
+    private func checkProductSchema(_ bytes: [UInt8]) {
+        // Where the tree is the bytes exactly (no duplicate member the tree
+        // would fold), the two readings agree.
+        guard let value = try? JSONParser.parse(bytes, limits: .init(maxDepth: 8)), value.serialized() == bytes else { return }
+        let admitted = ProductSchema.admits(bytes, identifier: Self.entryIdentifier)
+        let reference = Self.referenceProductFits(value, identifier: Self.entryIdentifier)
+        require(admitted == reference, "the product schema \(admitted ? "admitted" : "refused") what its reference \(reference ? "admits" : "refuses"): \(Self.shown(bytes))")
+    }
+
     // MARK: - Entries
 
     /// The reference reading of an entry, field by field.
@@ -63,6 +122,7 @@ extension FuzzCase {
             guard referenceWriterForm(payload, maxDepth: 16) == true,
                   let object = (try? JSONParser.parse(payload))?.objectValue,
                   object.keys.first == "productIdentifier", object["productIdentifier"]?.stringValue == identifier,
+                  referenceProductFits(.object(object), identifier: identifier),
                   let product = EncodedJSON(validating: payload, maxDepth: 16) else { return nil }
             return SharedCacheEntry(answer: .product(product), freshUntilUnixMS: freshUntil, staleIfErrorSeconds: staleIfError, revalidateSeconds: revalidate)
         default:
@@ -103,6 +163,8 @@ extension FuzzCase {
             for (identifier, product) in page.encodedProducts {
                 require(read.identifiers.contains(identifier), "a message's product for \(identifier), which it does not name, was read: \(Self.shown(bytes))")
                 require(SharedCacheEntry.payload(product.bytes, answers: identifier), "a message's product does not answer \(identifier): \(Self.shown(bytes))")
+                let tree = try? JSONParser.parse(product.bytes)
+                require(tree.map { Self.referenceProductFits($0, identifier: identifier) } == true, "a message's product out of the schema was read: \(Self.shown(bytes))")
             }
             for seconds in [page.maxAgeSeconds, page.staleIfErrorSeconds, page.staleWhileRevalidateSeconds] {
                 require(seconds.map(SharedOutcomeMessage.secondsRange.contains) ?? true, "a message's seconds out of range were read: \(Self.shown(bytes))")

@@ -111,7 +111,11 @@ package struct SharedCacheEntry: Equatable, Sendable {
             answer = .unknown
         case UInt8(ascii: "P"):
             let payload = Array(bytes[Self.headerCount...])
-            guard Self.payload(payload, answers: identifier), let product = EncodedJSON(validating: payload, maxDepth: 16) else { return nil }
+            // What anyone who can write to Redis wrote: the product must be
+            // one the gateway could have answered (its bytes as the
+            // gateway writes JSON, and the public shape of a product).
+            guard Self.payload(payload, answers: identifier), let product = EncodedJSON(validating: payload, maxDepth: 16),
+                  ProductSchema.admits(payload, identifier: identifier) else { return nil }
             answer = .product(product)
         default:
             return nil

@@ -119,8 +119,12 @@ package struct SharedOutcomeMessage: Sendable {
             var encoded: [String: EncodedJSON] = [:]
             let named = Set(identifiers)
             for (identifier, product) in products {
-                guard named.contains(identifier), product.objectValue?["productIdentifier"]?.stringValue == identifier else { return nil }
-                encoded[identifier] = EncodedJSON(product)
+                guard named.contains(identifier) else { return nil }
+                // Another replica's, or anyone's who can publish: only a
+                // product of the public shape, for the identifier it names.
+                let bytes = EncodedJSON(product)
+                guard ProductSchema.admits(bytes.bytes, identifier: identifier) else { return nil }
+                encoded[identifier] = bytes
             }
             self.kind = .success(SourcePage(encodedProducts: encoded, maxAgeSeconds: maxAge, staleIfErrorSeconds: staleIfError, staleWhileRevalidateSeconds: revalidate))
         case "failure":

@@ -52,8 +52,11 @@ struct SharedCacheEntryTests {
         func entry(_ json: String) -> SharedCacheEntry? {
             SharedCacheEntry(decoding: header + [UInt8(ascii: "P")] + Array(json.utf8), identifier: "x")
         }
-        #expect(entry(#"{"productIdentifier":"x","t":"a\nb"}"#)?.answer.product?.text == #"{"productIdentifier":"x","t":"a\nb"}"#)
-        #expect(entry(#"{"productIdentifier":"x"}"#) != nil)
+        let product = #"{"productIdentifier":"x","localizedTitle":"a\nb","localizedDescription":"d","iconUrl":null,"price":{"value":1.00,"currencyCode":"EUR"},"subscriptionPeriod":null,"subscriptionGroupIdentifier":null,"introductoryPrice":null,"discountedPrice":null}"#
+        #expect(entry(product)?.answer.product?.text == product)
+        // The writer's form, but not the public shape of a product.
+        #expect(entry(#"{"productIdentifier":"x"}"#) == nil)
+        #expect(entry(#"{"productIdentifier":"x","localizedTitle":"t","localizedDescription":"d","iconUrl":null,"price":{"value":1.00,"currencyCode":"eur"},"subscriptionPeriod":null,"subscriptionGroupIdentifier":null,"introductoryPrice":null,"discountedPrice":null}"#) == nil)
         #expect(entry(#"{ "productIdentifier" : "x" }"#) == nil)
         #expect(entry(#"{"productIdentifier":"x","t":"\/"}"#) == nil)
         #expect(entry(#"{"productIdentifier":"x","t":"#) == nil)

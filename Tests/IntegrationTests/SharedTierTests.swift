@@ -154,6 +154,48 @@ struct SharedTierTests {
         }
     }
 
+    /// Entries in the gateway's own form whose product breaks the public
+    /// shape (as anyone who can write to Redis could make them: here each
+    /// product's currency made lower case) are refused and counted; the
+    /// replica asks the upstream and answers what it says.
+    @Test func entriesOfProductsOutOfTheSchemaAreRefused() async throws {
+        try await SharedTierScenario.run { upstream, gateways, redis in
+            upstream.upstream.setCacheControl("max-age=30")
+            let first = try await gateways[0].fetchProducts(Self.ids)
+            try await UpstreamScenario.waitFor("three stored keys") { (try? redis.keys("test-gw:*").count) == 3 }
+            // The two products (the unknown identifier's entry holds none).
+            for id in ["premium_monthly", "coins_100"] {
+                let key = "test-gw:v1:p:demo:DE:-:\(id)"
+                let changed = try redis.cli(
+                    "EVAL", #"local v, n = string.gsub(redis.call('GET', KEYS[1]), '"currencyCode":"(%u+)"', '"currencyCode":"eur"') redis.call('SET', KEYS[1], v, 'KEEPTTL') return n"#,
+                    "1", key
+                )
+                #expect((Int(changed) ?? 0) >= 1, "\(key)")
+            }
+            let second = try await gateways[1].fetchProducts(Self.ids)
+            #expect(second.result == first.result)
+            #expect(upstream.upstream.requests.count == 2)
+            #expect(upstream.upstream.requestCount(for: "premium_monthly") == 2)
+            #expect(try await gateways[1].metricValue("gateway_shared_cache_hits_total") == 1)
+            #expect(try await gateways[1].metricValue("gateway_shared_cache_errors_total") == 2)
+        }
+    }
+
+    /// An outcome message whose product breaks the public shape is refused
+    /// and counted, as a message that does not parse.
+    @Test func messagesOfProductsOutOfTheSchemaAreCounted() async throws {
+        try await SharedTierScenario.run(replicas: 1) { _, gateways, redis in
+            let gateway = gateways[0]
+            let before = try await gateway.metricValue("gateway_shared_cache_errors_total") ?? -1
+            let message = #"{"v":1,"app":"demo","country":"DE","language":null,"ids":["coins_100"],"kind":"success","maxAge":30,"staleIfError":null,"revalidate":null,"products":{"coins_100":{"productIdentifier":"coins_100","localizedTitle":"Free coins","evil":true}}}"#
+            try redis.cli("PUBLISH", "test-gw:v1:outcomes", message)
+            try await UpstreamScenario.waitFor("the message refused and counted") {
+                (try? await gateway.metricValue("gateway_shared_cache_errors_total")) == before + 1
+            }
+            #expect(try await gateway.fetchProducts(["coins_100"]).productIDs == ["coins_100"])
+        }
+    }
+
     /// Right after a reconnect, whose `AUTH` has a deadline of a second,
     /// a command still has its own `GATEWAY_REDIS_TIMEOUT_MS`: a silent
     /// Redis costs a call that, not the handshake's second.
