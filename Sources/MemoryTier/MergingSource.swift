@@ -22,11 +22,13 @@ package struct MergingSource: ProductSource {
     ///     goes out alone.
     ///   - maxIdentifiers: `UPSTREAM_MAX_IDS`.
     ///   - window: `GATEWAY_MERGE_WINDOW_US`.
-    package init(base: any ProductSource, loops: [EventLoop], maxIdentifiers: Int, window: Duration) {
+    ///   - hedgeAfter: how long a merged call may take before each fetch
+    ///     in it is asked again apart (nil: never).
+    package init(base: any ProductSource, loops: [EventLoop], maxIdentifiers: Int, window: Duration, hedgeAfter: Duration? = nil) {
         self.base = base
         var buffers: [ObjectIdentifier: LoopMergeBuffer] = [:]
         for loop in loops {
-            buffers[ObjectIdentifier(loop)] = LoopMergeBuffer(loop: loop, base: base, maxIdentifiers: maxIdentifiers, window: window)
+            buffers[ObjectIdentifier(loop)] = LoopMergeBuffer(loop: loop, base: base, maxIdentifiers: maxIdentifiers, window: window, hedgeAfter: hedgeAfter)
         }
         self.buffers = buffers
     }
@@ -60,11 +62,13 @@ final class LoopMergeBuffer: @unchecked Sendable {
     private let loop: EventLoop
     private let base: any ProductSource
     private var machine: MergeBufferStateMachine<Member>
+    private let hedgeAfter: Duration?
 
-    init(loop: EventLoop, base: any ProductSource, maxIdentifiers: Int, window: Duration) {
+    init(loop: EventLoop, base: any ProductSource, maxIdentifiers: Int, window: Duration, hedgeAfter: Duration? = nil) {
         self.loop = loop
         self.base = base
         self.machine = MergeBufferStateMachine(maxIdentifiers: maxIdentifiers, window: window)
+        self.hedgeAfter = hedgeAfter
     }
 
     /// Gathers a fetch; it goes out when the flush armed for it runs. On
@@ -99,6 +103,13 @@ final class LoopMergeBuffer: @unchecked Sendable {
     /// One upstream call for several fetches: sent with the first one's
     /// request id, its retries bounded by the latest of their deadlines
     /// (each caller still leaves at its own).
+    ///
+    /// Hedged: when it has not answered after ``hedgeAfter``, each fetch in
+    /// it is asked again apart, and each gets whichever answer comes first
+    /// (its own, or the merged call's). So an identifier the upstream is
+    /// slow on, or hangs on, delays the others by ``hedgeAfter`` at most,
+    /// not by its own slowness or their deadline: merging costs a caller
+    /// at most one upstream call more than asking alone.
     private func sendMerged(_ call: MergeBufferStateMachine<Member>.Call) {
         let members = call.members
         var identifiers: [String] = []
@@ -113,22 +124,88 @@ final class LoopMergeBuffer: @unchecked Sendable {
         let merged = SourceRequest(scope: call.scope, identifiers: identifiers, requestID: members[0].request.requestID, deadline: deadline)
         let base = self.base
         let loop = self.loop
-        base.fetch(merged, on: loop) { outcome in
-            switch MergeBufferStateMachine<Member>.fate(of: outcome, members: members.count) {
-            case .shared:
-                for member in members {
-                    member.completion(outcome.map { $0.restricted(to: member.request.identifiers) })
-                }
-            case .askApart:
-                let askApart: @Sendable () -> Void = {
-                    for member in members { base.fetch(member.request, on: loop, completion: member.completion) }
-                }
-                if loop.inEventLoop {
-                    askApart()
-                } else if !loop.execute(askApart) {
-                    for member in members { member.completion(outcome) }
+        let fetch = MergedFetch(members: members)
+        if let hedgeAfter {
+            fetch.hedgeTimer = loop.scheduleTimer(after: hedgeAfter) {
+                fetch.hedgeTimer = nil
+                for index in fetch.hedge() {
+                    base.fetch(members[index].request, on: loop) { outcome in
+                        Self.onLoop(loop, { fetch.answer(index, outcome) }, else: { fetch.answer(index, outcome) })
+                    }
                 }
             }
         }
+        base.fetch(merged, on: loop) { outcome in
+            let finish: @Sendable () -> Void = {
+                fetch.hedgeTimer?.cancel()
+                fetch.hedgeTimer = nil
+                switch MergeBufferStateMachine<Member>.fate(of: outcome, members: members.count) {
+                case .shared:
+                    // A failure after the hedge is left to each fetch's own
+                    // call, which may still succeed; a success answers.
+                    if fetch.isHedged, case .failure = outcome { return }
+                    for index in fetch.unanswered {
+                        fetch.answer(index, outcome.map { $0.restricted(to: members[index].request.identifiers) })
+                    }
+                case .askApart:
+                    // Hedged fetches wait for their own call already.
+                    for index in fetch.unanswered where !fetch.isHedged {
+                        base.fetch(members[index].request, on: loop) { outcome in
+                            Self.onLoop(loop, { fetch.answer(index, outcome) }, else: { fetch.answer(index, outcome) })
+                        }
+                    }
+                }
+            }
+            Self.onLoop(loop, finish, else: {
+                for index in fetch.unanswered { fetch.answer(index, outcome) }
+            })
+        }
+    }
+
+    /// Runs `work` on `loop` (at once when already there), or `orElse`
+    /// when the loop has stopped.
+    private static func onLoop(_ loop: EventLoop, _ work: @escaping @Sendable () -> Void, else orElse: @Sendable () -> Void) {
+        if loop.inEventLoop {
+            work()
+        } else if !loop.execute(work) {
+            orElse()
+        }
+    }
+}
+
+/// The fetches of one merged call and which of them have their answer:
+/// each is answered once, by the merged call or by its hedge, whichever
+/// comes first. Confined to the buffer's loop (answers that come from
+/// another thread hop there first), except when the loop has stopped, when
+/// nothing else touches it.
+private final class MergedFetch: @unchecked Sendable {
+    // @unchecked: touched on the buffer's loop only.
+    let members: [LoopMergeBuffer.Member]
+    private var answered: [Bool]
+    var hedgeTimer: LoopTimer?
+    /// Whether the fetches were asked again apart.
+    private(set) var isHedged = false
+
+    init(members: [LoopMergeBuffer.Member]) {
+        self.members = members
+        self.answered = Array(repeating: false, count: members.count)
+    }
+
+    /// The fetches still waiting for their outcome.
+    var unanswered: [Int] {
+        answered.indices.filter { !answered[$0] }
+    }
+
+    /// The fetches to ask again apart, now: those still waiting.
+    func hedge() -> [Int] {
+        isHedged = true
+        return unanswered
+    }
+
+    /// Gives fetch `index` its outcome, unless it has one already.
+    func answer(_ index: Int, _ outcome: Result<SourcePage, ProductsFetchFailure>) {
+        guard !answered[index] else { return }
+        answered[index] = true
+        members[index].completion(outcome)
     }
 }

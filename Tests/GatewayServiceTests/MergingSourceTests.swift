@@ -162,6 +162,56 @@ final class MergingSourceTests {
         #expect(base.requests.count == 4)
     }
 
+    /// A merged call the upstream is slow on is hedged: each fetch in it is
+    /// asked again apart, and each takes the first answer, once. One slow
+    /// identifier then delays the others by the hedge's wait, not by its
+    /// own slowness.
+    @Test func aSlowMergedCallIsHedgedAndEachFetchTakesTheFirstAnswer() async throws {
+        let base = HeldSource()
+        let source = MergingSource(base: base, loops: [loop], maxIdentifiers: 50, window: .zero, hedgeAfter: .milliseconds(20))
+        let loop = self.loop
+        let outcomes = Outcomes()
+        loop.execute {
+            source.fetch(Self.request(["premium_monthly"], id: "r1"), on: loop, completion: outcomes.record("first"))
+            source.fetch(Self.request(["coins_100"], id: "r2"), on: loop, completion: outcomes.record("second"))
+        }
+        // The merged call, then (unanswered) each fetch again, apart.
+        try await base.waitForRequests(3)
+        #expect(base.requests.map(\.identifiers) == [["premium_monthly", "coins_100"], ["premium_monthly"], ["coins_100"]])
+        #expect(base.requests.map(\.requestID) == ["r1", "r1", "r2"])
+        // The second's own call answers first; then the merged call, which
+        // answers the first; the first's own call comes last and changes
+        // nothing.
+        base.answerFromCatalog(2)
+        #expect(try await outcomes.waitFor(1)["second"].map { try $0.get() } == ["coins_100"])
+        base.answerFromCatalog(0)
+        let got = try await outcomes.waitFor(2)
+        #expect(try got["first"]?.get() == ["premium_monthly"])
+        base.answer(1, .failure(.serviceUnavailable(upstreamStatus: 503, retryAfterSeconds: nil)))
+        #expect(try await outcomes.waitFor(2)["first"].map { try $0.get() } == ["premium_monthly"])
+        #expect(base.requests.count == 3)
+    }
+
+    /// Once hedged, a fetch is not failed by the merged call's failure: its
+    /// own call may still succeed, and does here.
+    @Test func aHedgedFetchOutlivesTheMergedCallsFailure() async throws {
+        let base = HeldSource()
+        let source = MergingSource(base: base, loops: [loop], maxIdentifiers: 50, window: .zero, hedgeAfter: .milliseconds(20))
+        let loop = self.loop
+        let outcomes = Outcomes()
+        loop.execute {
+            source.fetch(Self.request(["premium_monthly"], id: "r1"), on: loop, completion: outcomes.record("first"))
+            source.fetch(Self.request(["coins_100"], id: "r2"), on: loop, completion: outcomes.record("second"))
+        }
+        try await base.waitForRequests(3)
+        base.answer(0, .failure(.connectionError(detail: "timed out")))
+        base.answerFromCatalog(1)
+        base.answerFromCatalog(2)
+        let got = try await outcomes.waitFor(2)
+        #expect(try got["first"]?.get() == ["premium_monthly"])
+        #expect(try got["second"]?.get() == ["coins_100"])
+    }
+
     @Test func anyOtherFailureReachesEveryFetchOnce() async throws {
         let base = HeldSource()
         let source = MergingSource(base: base, loops: [loop], maxIdentifiers: 50, window: .zero)

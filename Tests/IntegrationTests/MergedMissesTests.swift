@@ -59,6 +59,23 @@ struct MergedMissesTests {
 
     // MARK: Sharing
 
+    /// A merged call the upstream hangs on is hedged once it has waited a
+    /// quarter of `UPSTREAM_TIMEOUT_MS`: each call's identifiers are asked
+    /// again apart, and each call is answered then. (With no retries, the
+    /// merged call alone would fail both calls at the attempt's timeout.)
+    @Test func aMergedCallTheUpstreamHangsOnIsHedged() async throws {
+        try await UpstreamScenario.run(environment: ["UPSTREAM_TIMEOUT_MS": "2000", "UPSTREAM_RETRIES": "0", "GATEWAY_REQUEST_TIMEOUT_MS": "5000"]) { upstream, gateway in
+            upstream.upstream.enqueue(.hang)
+            let answers = try await Self.batch(gateway, [["premium_monthly"], ["coins_100"]])
+            #expect(Self.productIDs(answers[0]) == ["premium_monthly"], "\(answers[0])")
+            #expect(Self.productIDs(answers[1]) == ["coins_100"], "\(answers[1])")
+            let requests = upstream.upstream.requests.map(\.identifiers)
+            #expect(requests.count == 3, "\(requests)")
+            #expect(requests.first.map(Set.init) == ["premium_monthly", "coins_100"])
+            #expect(Set(requests.dropFirst()) == [["premium_monthly"], ["coins_100"]])
+        }
+    }
+
     /// 20 calls for 20 different identifiers on one loop: one upstream call
     /// per `UPSTREAM_MAX_IDS` identifiers, where each call alone made one.
     @Test(arguments: [(maxIDs: 50, calls: 1), (maxIDs: 8, calls: 3)])

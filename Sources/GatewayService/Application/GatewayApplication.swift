@@ -95,8 +95,13 @@ public final class GatewayApplication: Service {
 
         // Under the shared tier: what a loop's fetches still ask after the
         // claims across replicas goes out together.
+        // A merged call not answered within a quarter of one attempt's
+        // timeout (500 ms by default) is hedged: its fetches are asked
+        // again apart, so one slow identifier delays the others by that
+        // much at most (docs/api.md).
         let merged = MergingSource(
-            base: source, loops: group.loops, maxIdentifiers: configuration.upstreamMaxIDs, window: .microseconds(configuration.mergeWindowUS)
+            base: source, loops: group.loops, maxIdentifiers: configuration.upstreamMaxIDs, window: .microseconds(configuration.mergeWindowUS),
+            hedgeAfter: .milliseconds(max(1, configuration.upstreamTimeoutMS / 4))
         )
         let sharedTier = SharedTier.make(configuration: configuration, group: group, metrics: metrics, logger: logger)
         self.sharedTier = sharedTier
