@@ -136,29 +136,13 @@ final class LoopMergeBuffer: @unchecked Sendable {
             }
         }
         base.fetch(merged, on: loop) { outcome in
-            let finish: @Sendable () -> Void = {
-                fetch.hedgeTimer?.cancel()
-                fetch.hedgeTimer = nil
-                switch MergeBufferStateMachine<Member>.fate(of: outcome, members: members.count) {
-                case .shared:
-                    // A failure after the hedge is left to each fetch's own
-                    // call, which may still succeed; a success answers.
-                    if fetch.isHedged, case .failure = outcome { return }
-                    for index in fetch.unanswered {
-                        fetch.answer(index, outcome.map { $0.restricted(to: members[index].request.identifiers) })
-                    }
-                case .askApart:
-                    // Hedged fetches wait for their own call already.
-                    for index in fetch.unanswered where !fetch.isHedged {
-                        base.fetch(members[index].request, on: loop) { outcome in
-                            Self.onLoop(loop, { fetch.answer(index, outcome) }, else: { fetch.answer(index, outcome) })
-                        }
-                    }
-                }
+            // A method on the loop, not a closure (the usual case): nothing
+            // allocated per merged call for its answer.
+            if loop.inEventLoop {
+                fetch.mergedCallAnswered(outcome, base: base, loop: loop)
+            } else if !loop.execute({ fetch.mergedCallAnswered(outcome, base: base, loop: loop) }) {
+                for index in fetch.members.indices { fetch.answer(index, outcome) }
             }
-            Self.onLoop(loop, finish, else: {
-                for index in fetch.unanswered { fetch.answer(index, outcome) }
-            })
         }
     }
 
@@ -194,6 +178,34 @@ private final class MergedFetch: @unchecked Sendable {
     /// The fetches still waiting for their outcome.
     var unanswered: [Int] {
         answered.indices.filter { !answered[$0] }
+    }
+
+    /// The merged call answered: each fetch still waiting takes its part,
+    /// or (a `422`) is asked again apart, unless hedged already.
+    func mergedCallAnswered(_ outcome: Result<SourcePage, ProductsFetchFailure>, base: any ProductSource, loop: EventLoop) {
+        hedgeTimer?.cancel()
+        hedgeTimer = nil
+        switch MergeBufferStateMachine<LoopMergeBuffer.Member>.fate(of: outcome, members: members.count) {
+        case .shared:
+            // A failure after the hedge is left to each fetch's own call,
+            // which may still succeed; a success answers.
+            if isHedged, case .failure = outcome { return }
+            for index in members.indices where !answered[index] {
+                answer(index, outcome.map { $0.restricted(to: members[index].request.identifiers) })
+            }
+        case .askApart:
+            // Hedged fetches wait for their own call already.
+            guard !isHedged else { return }
+            for index in members.indices where !answered[index] {
+                base.fetch(members[index].request, on: loop) { outcome in
+                    if loop.inEventLoop {
+                        self.answer(index, outcome)
+                    } else if !loop.execute({ self.answer(index, outcome) }) {
+                        self.answer(index, outcome)
+                    }
+                }
+            }
+        }
     }
 
     /// The fetches to ask again apart, now: those still waiting.
