@@ -86,6 +86,10 @@ final class HTTPConnection: @unchecked Sendable {
     private var deadline: ContinuousClock.Instant?
     private var deadlineKind = Deadline.idle
     private var timerArmedUntil: ContinuousClock.Instant?
+    /// When the current deadline was set: when the connection began to
+    /// wait as it does now (for a request, for the rest of one, for the
+    /// client to read, for it to close).
+    private var waitingSince = ContinuousClock.now
 
     init(fd: Int32, front: LoopHTTPFront, limits: HTTPRequestParser.Limits) {
         self.fd = fd
@@ -446,6 +450,40 @@ final class HTTPConnection: @unchecked Sendable {
         answerWritten()
     }
 
+    /// How readily a connection gives its place up to a new one on a full
+    /// listener that closes the idlest (``HTTPServerConfiguration/WhenFull/closeIdlest``):
+    /// the lowest first. First the connections with no request in progress
+    /// (waiting for one, or lingering after an answer that closes), the one
+    /// waiting longest first; then those whose request is still arriving
+    /// (a drip), the one that started longest ago first; last those whose
+    /// client does not read its answer. One whose request is being answered
+    /// is never chosen: that ends on its own.
+    struct EvictionRank: Comparable {
+        enum Tier: Int { case noRequest, requestArriving, answerUnread }
+        let tier: Tier
+        let since: ContinuousClock.Instant
+
+        static func < (lhs: Self, rhs: Self) -> Bool {
+            (lhs.tier.rawValue, lhs.since) < (rhs.tier.rawValue, rhs.since)
+        }
+    }
+
+    /// This connection's ``EvictionRank``; nil while its request is being
+    /// answered, or once closed.
+    var evictionRank: EvictionRank? {
+        switch phase {
+        case .reading:
+            let arriving = parser.isInsideRequest || unparsedCount > 0
+            return EvictionRank(tier: arriving ? .requestArriving : .noRequest, since: waitingSince)
+        case .lingering:
+            return EvictionRank(tier: .noRequest, since: waitingSince)
+        case .writing:
+            return EvictionRank(tier: .answerUnread, since: waitingSince)
+        case .responding, .closed:
+            return nil
+        }
+    }
+
     /// Whether closing now could lose bytes the client is owed: an answer
     /// still being written, or one just written on a connection that is
     /// lingering so the client can read it.
@@ -497,6 +535,7 @@ final class HTTPConnection: @unchecked Sendable {
         let newDeadline = now + duration
         deadline = newDeadline
         deadlineKind = kind
+        waitingSince = now
         if let armed = timerArmedUntil, armed <= newDeadline { return }
         setTimer(after: duration, until: newDeadline)
     }

@@ -320,6 +320,49 @@ func statusLine(of response: String) -> String {
         _ = first
     }
 
+    /// `.closeIdlest` (the admin listener): a connection past the cap is
+    /// served, and one already open makes room: first one with no request
+    /// in progress (the one waiting longest), then one whose request is
+    /// still arriving; never one whose request is being answered.
+    @Test func pastTheCapTheConnectionIdleLongestMakesRoom() async throws {
+        let subject = try ServerUnderTest {
+            $0.maxConnections = 3
+            $0.whenFull = .closeIdlest
+        }
+        defer { subject.stop() }
+        // A request answered, then the head of the next one, cut short.
+        let dripping = try RawSocket(port: subject.port)
+        dripping.send("GET /echo HTTP/1.1\r\nHost: a\r\n\r\nGET /echo HTTP/1.1\r\n")
+        #expect(dripping.readResponses(1).map(body(of:)) == ["GET /echo 0"])
+        let idle = try RawSocket(port: subject.port)
+        idle.send("GET /echo HTTP/1.1\r\nHost: a\r\n\r\n")
+        #expect(idle.readResponses(1).count == 1)
+        let busy = try RawSocket(port: subject.port)
+        busy.send("GET /until-cancelled HTTP/1.1\r\nHost: a\r\n\r\n")
+        #expect(await eventually { subject.handled.contains("/until-cancelled") })
+
+        // Idle beats dripping, though the dripping one is older.
+        let fourth = try RawSocket(port: subject.port)
+        #expect(idle.readToEnd() == .init(text: "", end: .closed))
+        // A new connection that has sent nothing is idle too.
+        let fifth = try RawSocket(port: subject.port)
+        #expect(fourth.readToEnd() == .init(text: "", end: .closed))
+        fifth.send("GET /echo HTTP/1.1\r\nHost: a\r\n\r\nGET /echo HTTP/1.1\r\n")
+        #expect(fifth.readResponses(1).count == 1)
+        // Now only requests arriving and one being answered: the request
+        // arriving longest goes.
+        let sixth = try RawSocket(port: subject.port)
+        #expect(dripping.readToEnd() == .init(text: "", end: .closed))
+        sixth.send("GET /echo HTTP/1.1\r\nHost: a\r\n\r\n")
+        #expect(sixth.readResponses(1).map(body(of:)) == ["GET /echo 0"])
+
+        #expect(subject.server.openConnections == 3)
+        #expect(subject.server.rejectedConnections == 0)
+        #expect(subject.cancellations.current == 0)
+        fifth.send("Host: a\r\n\r\n")
+        #expect(fifth.readResponses(1).map(body(of:)) == ["GET /echo 0"])
+    }
+
     /// nginx's lingering close: the client sends its whole oversized body
     /// without waiting, and still reads the 413 rather than a reset.
     @Test func anOversizedBodySentInOneGoStillReadsThe413() async throws {

@@ -11,8 +11,10 @@ final class HTTPFront: Sendable {
     private let server: HTTPServer
     /// `GATEWAY_ADMIN_LISTEN`'s listener: probes and metrics only, with a
     /// cap of its own, so callers filling `GATEWAY_MAX_CONNECTIONS` never
-    /// fail a probe. It serves until the end: `/readyz` answers `503` there
-    /// while the front drains.
+    /// fail a probe; and when its own cap is full, a new connection takes
+    /// the place of the one idle longest, so connections to it cannot fail
+    /// a probe either. It serves until the end: `/readyz` answers `503`
+    /// there while the front drains.
     private let admin: HTTPServer?
 
     /// The admin listener's connection cap.
@@ -30,6 +32,9 @@ final class HTTPFront: Sendable {
             adminConfiguration.host = address.host
             adminConfiguration.port = address.port
             adminConfiguration.maxConnections = Self.adminMaxConnections
+            // A probe must get in whatever the other connections do: the
+            // one idle longest makes room.
+            adminConfiguration.whenFull = .closeIdlest
             return HTTPServer(group: group, configuration: adminConfiguration, logger: logger, problemResponder: GatewayHTTPHandler.framingProblem) { request, responder in
                 handler.handleAdmin(request, responder: responder)
             }
