@@ -88,6 +88,7 @@ package struct SharedCacheEntry: Equatable, Sendable {
 
     /// Reads an entry for `identifier`; nil for anything that is not one
     /// this format wrote: a wrong magic or length, negative windows, a
+    /// product over ``ProductAnswer/maxProductBytes``, a
     /// product that does not start as the gateway writes a product of
     /// `identifier` (`{"productIdentifier":"…",`), or whose bytes are not
     /// exactly what ``JSONWriter`` writes (``EncodedJSON/init(validating:maxDepth:)``,
@@ -111,7 +112,7 @@ package struct SharedCacheEntry: Equatable, Sendable {
             answer = .unknown
         case UInt8(ascii: "P"):
             let payload = Array(bytes[Self.headerCount...])
-            guard Self.payload(payload, answers: identifier), let product = EncodedJSON(validating: payload, maxDepth: 16) else { return nil }
+            guard payload.count <= ProductAnswer.maxProductBytes, Self.payload(payload, answers: identifier), let product = EncodedJSON(validating: payload, maxDepth: 16) else { return nil }
             answer = .product(product)
         default:
             return nil

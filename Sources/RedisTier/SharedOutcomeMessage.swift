@@ -75,7 +75,8 @@ package struct SharedOutcomeMessage: Sendable {
     /// Reads a message; nil for anything else: over ``maxBytes``, naming no
     /// identifier or more than `maxIdentifiers` (`UPSTREAM_MAX_IDS`: no
     /// fetch asks more), an identifier that is not one, a product for an
-    /// identifier it does not name, or a number out of its range. Products
+    /// identifier it does not name, a product over
+    /// ``ProductAnswer/maxProductBytes``, or a number out of its range. Products
     /// are parsed and written again by the gateway's writer, and must answer
     /// their key.
     package init?(decoding bytes: [UInt8], maxIdentifiers: Int = 1_000) {
@@ -120,7 +121,9 @@ package struct SharedOutcomeMessage: Sendable {
             let named = Set(identifiers)
             for (identifier, product) in products {
                 guard named.contains(identifier), product.objectValue?["productIdentifier"]?.stringValue == identifier else { return nil }
-                encoded[identifier] = EncodedJSON(product)
+                let bytes = EncodedJSON(product)
+                guard bytes.bytes.count <= ProductAnswer.maxProductBytes else { return nil }
+                encoded[identifier] = bytes
             }
             self.kind = .success(SourcePage(encodedProducts: encoded, maxAgeSeconds: maxAge, staleIfErrorSeconds: staleIfError, staleWhileRevalidateSeconds: revalidate))
         case "failure":

@@ -1,0 +1,56 @@
+import Foundation
+import Testing
+
+/// One product is at most 64 KiB wherever it comes from (contract,
+/// `GATEWAY_MAX_ANSWER_BYTES`'s row): a larger one from the upstream leaves
+/// its identifier unknown; a shared-tier entry holding one is refused as
+/// damaged, counted, and the identifier fetched as on a miss.
+@Suite(.serialized) struct ProductSizeTests {
+    /// A `200` the upstream could send: `coins_100` as usual, and
+    /// `premium_monthly` with a title of 70,000 characters.
+    static func answerWithAHugeProduct() -> String {
+        let title = String(repeating: "a", count: 70_000)
+        let body = #"{"country":"DE","items":[{"id":"coins_100","title":"100 Coins","description":"A handful of coins","price":{"amount":"0.99","currency":"EUR"}},"#
+            + #"{"id":"premium_monthly","title":"\#(title)","description":"All features","price":{"amount":"4.99","currency":"EUR"}}],"not_found":[]}"#
+        return "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nConnection: close\r\nContent-Length: \(body.utf8.count)\r\n\r\n\(body)"
+    }
+
+    /// The real process: the upstream's product over 64 KiB is left out,
+    /// and its identifier answered as invalid; the other is served.
+    @Test func anUpstreamProductOver64KiBLeavesItsIdentifierUnknown() async throws {
+        let upstream = try RunningUpstream.start()
+        defer { upstream.stop() }
+        let gateway = try await GatewayProcess.start(upstream.gatewayEnvironment())
+        upstream.upstream.setStandingFault(.rawResponse(Array(Self.answerWithAHugeProduct().utf8)))
+        let answer = try FetchAnswer(try await gateway.rpc(UpstreamScenario.request(["premium_monthly", "coins_100"])))
+        #expect(answer.http.status == 200)
+        #expect(answer.productIDs == ["coins_100"])
+        #expect(answer.invalidIDs == ["premium_monthly"])
+        #expect(answer.http.body.count < 2048)
+        #expect(upstream.upstream.requests.count == 1)
+    }
+
+    /// An entry someone wrote into Redis, well-formed, whose product is
+    /// over 64 KiB: not served; counted in
+    /// `gateway_shared_cache_errors_total`; the upstream answers instead.
+    @Test func aSharedEntryWhoseProductIsOver64KiBIsAMissAndCounted() async throws {
+        try await SharedTierScenario.run(replicas: 1, environment: ["GATEWAY_CACHE_MAX_TTL_S": "60"]) { upstream, gateways, redis in
+            upstream.upstream.setCacheControl("max-age=30")
+            let gateway = gateways[0]
+            let product = #"{"productIdentifier":"premium_monthly","localizedTitle":""# + String(repeating: "a", count: 70_000) + #""}"#
+            let freshUntil = Int64(Date().timeIntervalSince1970 * 1000) + 30_000
+            try redis.cli(
+                "EVAL",
+                "local t = tonumber(ARGV[1]) local b = {} for i = 8, 1, -1 do b[i] = t % 256 t = math.floor(t / 256) end "
+                    + "redis.call('SET', KEYS[1], 'OGW1' .. string.char(unpack(b)) .. string.char(0,0,0,0, 0,0,0,0) .. 'P' .. ARGV[2], 'PX', 30000) return 1",
+                "1", "test-gw:v1:p:demo:DE:-:premium_monthly", "\(freshUntil)", product
+            )
+            let answer = try await gateway.fetchProducts(["premium_monthly"])
+            #expect(answer.productIDs == ["premium_monthly"])
+            #expect(answer.result?["products"]?[0]?["localizedTitle"]?.stringValue == "Premium")
+            #expect(upstream.upstream.requests.count == 1)
+            #expect(try await gateway.metricValue("gateway_shared_cache_hits_total") == 0)
+            #expect(try await gateway.metricValue("gateway_shared_cache_errors_total") == 1)
+        }
+    }
+}
