@@ -54,3 +54,52 @@ import Testing
         }
     }
 }
+
+/// `GATEWAY_MAX_ANSWER_BYTES`: the largest answer to one request, on the
+/// real process (embedded catalog). An answer over it is replaced by one
+/// `-32600` error object that gives the limit: with the call's id for a
+/// single call, `null` for a batch; one within it is answered as usual.
+@Suite struct AnswerLimitTests {
+    /// A call asking for `count` unknown identifiers of 128 characters:
+    /// each comes back in `invalidProductIdentifiers`, 131 bytes apiece.
+    static func call(_ count: Int, id: Int, prefix: String) -> String {
+        let ids = (0..<count).map { "\"\(prefix)\(String(format: "%06d", $0))\(String(repeating: "x", count: 128 - prefix.count - 6))\"" }
+        return #"{"jsonrpc":"2.0","id":\#(id),"method":"products.fetch","params":{"productIdentifiers":[\#(ids.joined(separator: ","))],"countryCode":"DE"}}"#
+    }
+
+    @Test func anAnswerOverTheLimitIsOneErrorThatGivesIt() async throws {
+        let gateway = try await GatewayProcess.start([
+            "GATEWAY_MAX_ANSWER_BYTES": "262144", "GATEWAY_MAX_IDS": "5000", "GATEWAY_MAX_BODY_BYTES": "2000000",
+        ])
+        // 1,000 identifiers: about 131 kB, within the limit.
+        let within = try FetchAnswer(try await gateway.rpc(Self.call(1000, id: 1, prefix: "a")))
+        #expect(within.invalidIDs.count == 1000)
+        #expect(within.http.body.count <= 262_144)
+
+        // 2,500: about 328 kB.
+        let single = try await gateway.rpc(Self.call(2500, id: 2, prefix: "b"))
+        let singleJSON = try parseJSON(single.body)
+        #expect(single.status == 200)
+        #expect(singleJSON["id"] == 2)
+        #expect(singleJSON["error"]?["code"] == -32600)
+        let singleMessage = singleJSON["error"]?["message"]?.stringValue ?? ""
+        #expect(singleMessage.hasPrefix("Invalid request: the answer would be "), "\(singleMessage)")
+        #expect(singleMessage.hasSuffix(" bytes, over the limit of 262144; ask for fewer identifiers, or send fewer requests in one batch"), "\(singleMessage)")
+        #expect(singleJSON["result"] == nil)
+
+        // Three calls of 1,000 each, each within the limit, about 393 kB together.
+        let batch = try await gateway.rpc("[" + (3...5).map { Self.call(1000, id: $0, prefix: "c\($0)") }.joined(separator: ",") + "]")
+        let batchJSON = try parseJSON(batch.body)
+        #expect(batchJSON["id"] == .null)
+        #expect(batchJSON["error"]?["code"] == -32600)
+        #expect(batchJSON["error"]?["message"]?.stringValue?.hasSuffix(" bytes, over the limit of 262144; ask for fewer identifiers, or send fewer requests in one batch") == true)
+    }
+
+    /// A value out of its range stops start-up naming the variable.
+    @Test(arguments: ["1024", "x", "2000000000"])
+    func aBadValueStopsStartUpNamingIt(value: String) async throws {
+        let result = try await GatewayProcess.run(["GATEWAY_MAX_ANSWER_BYTES": value, "GATEWAY_LISTEN": "127.0.0.1:0"])
+        #expect(result.status == 2)
+        #expect(result.stderr.contains("invalid GATEWAY_MAX_ANSWER_BYTES (--max-answer-bytes): expected an integer from 131072 to 1073741824, got '\(value)'"), "\(result.stderr)")
+    }
+}

@@ -125,6 +125,7 @@ public final class GatewayApplication: Service {
             methods: ["rpc.discover": OpenRPCDocument.discoverMethod()],
             immediateMethods: Self.productsFetchMethods(service: service).immediate,
             fastMethods: Self.productsFetchMethods(service: service).fast,
+            maxAnswerBytes: configuration.maxAnswerBytes,
             observer: Self.callObserver(metrics: metrics)
         )
         let readiness = ReadinessState()

@@ -37,6 +37,9 @@ public struct GatewayConfiguration: Sendable {
     /// `GATEWAY_BATCH_CONCURRENCY`: batches answered at once (``BatchTurns``).
     public var batchConcurrency: Int
     public var maxBodyBytes: Int
+    /// `GATEWAY_MAX_ANSWER_BYTES`: the largest answer to one request
+    /// (``JSONRPCServer/maxAnswerBytes``).
+    public var maxAnswerBytes: Int
     public var requestTimeoutMS: Int
     /// `GATEWAY_READ_TIMEOUT_MS`: from a request's first byte to its last.
     public var readTimeoutMS: Int
@@ -124,6 +127,7 @@ public struct GatewayConfiguration: Sendable {
             maxBatch: try source.integer(.maxBatch),
             batchConcurrency: try source.integer(.batchConcurrency),
             maxBodyBytes: try source.integer(.maxBodyBytes),
+            maxAnswerBytes: try source.integer(.maxAnswerBytes),
             requestTimeoutMS: try source.integer(.requestTimeoutMS),
             readTimeoutMS: try source.integer(.readTimeoutMS),
             idleTimeoutMS: try source.integer(.idleTimeoutMS),
