@@ -66,6 +66,10 @@ final class HTTPConnection: @unchecked Sendable {
     private var outboxBody: [UInt8] = []
     private var outboxBodySent = 0
     private var outboxHeld: (any AnyObject & Sendable)?
+    /// The bytes of the outbox counted in the front's held answers
+    /// (``LoopHTTPFront/answerHeld(_:)``): the whole answer, which is held
+    /// until its last byte is written.
+    private var outboxCounted = 0
     /// The task answering the request being answered
     /// (``HTTPResponder/send(after:)``): cancelled when the client hangs up
     /// (or only stops sending: that cannot be told apart) or the connection
@@ -413,6 +417,28 @@ final class HTTPConnection: @unchecked Sendable {
         phase = .writing
         guard watch(writeEvent, "event_add(write)") else { return }
         arm(.write, after: front.configuration.writeTimeout)
+        outboxCounted = outboxHead.count + outboxBody.count
+        // Last: it may reset this very connection.
+        front.answerHeld(outboxCounted)
+    }
+
+    /// Bytes of an answer still to be written; 0 when none waits.
+    var unwrittenCount: Int {
+        phase == .writing ? outboxHead.count + outboxBody.count - outboxBodySent : 0
+    }
+
+    /// Resets the connection, its answer unread: past the loop's budget of
+    /// held answers, as at the write deadline (a reset frees the socket's
+    /// buffers at once).
+    func resetUnread() {
+        _ = gw_socket_set_linger_zero(fd)
+        close()
+    }
+
+    private func releaseOutbox() {
+        guard outboxCounted > 0 else { return }
+        front.answerReleased(outboxCounted)
+        outboxCounted = 0
     }
 
     /// One `sendmsg` of two buffers: the bytes the socket took, or `-errno`.
@@ -447,6 +473,7 @@ final class HTTPConnection: @unchecked Sendable {
         outboxBody = []
         outboxBodySent = 0
         outboxHeld = nil
+        releaseOutbox()
         answerWritten()
     }
 
@@ -626,6 +653,7 @@ final class HTTPConnection: @unchecked Sendable {
         outboxHead = []
         outboxBody = []
         outboxHeld = nil
+        releaseOutbox()
         front.connectionClosed(self)
     }
 }

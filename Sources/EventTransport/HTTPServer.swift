@@ -78,7 +78,7 @@ public final class HTTPServer: Sendable {
         // With `.closeIdlest` each loop makes room among its own share.
         let loopCap = max(1, configuration.maxConnections / max(1, group.loops.count))
         for (loop, fd) in zip(group.loops, fds) {
-            let front = LoopHTTPFront(loop: loop, server: self, loopCap: loopCap)
+            let front = LoopHTTPFront(loop: loop, server: self, loopCap: loopCap, unwrittenBudget: max(1, configuration.maxUnwrittenBytes / max(1, group.loops.count)))
             let result: Result<Void, TransportError> = loop.submitAndWait {
                 Result { () throws(TransportError) in try front.start(listening: fd) }
             }
@@ -169,6 +169,11 @@ final class LoopHTTPFront: @unchecked Sendable {
     /// This loop's share of the cap, when the listener makes room by
     /// closing the idlest connection (``HTTPServerConfiguration/WhenFull/closeIdlest``).
     let loopCap: Int
+    /// This loop's share of ``HTTPServerConfiguration/maxUnwrittenBytes``.
+    let unwrittenBudget: Int
+    /// Bytes of answers this loop's connections hold for clients that have
+    /// not read them yet.
+    private(set) var heldAnswerBytes = 0
     /// Every connection of this loop reads into this one buffer: a
     /// connection holds only what it has not finished parsing.
     let readBuffer: UnsafeMutableRawBufferPointer
@@ -180,6 +185,7 @@ final class LoopHTTPFront: @unchecked Sendable {
     private var dateSecond = -1
     private var dateBytes: [UInt8] = []
     private var acceptWarnings = LogRateLimit(interval: .seconds(10))
+    private var unreadWarnings = LogRateLimit(interval: .seconds(10))
     /// Set by ``closeAfterWriting(within:_:)``: connections close as soon as
     /// they owe nothing, and `whenAllClosed` runs when none is left.
     private(set) var isClosing = false
@@ -189,11 +195,12 @@ final class LoopHTTPFront: @unchecked Sendable {
     /// Pause of the listener when the process is out of descriptors.
     static let acceptPause = Duration.milliseconds(100)
 
-    init(loop: EventLoop, server: HTTPServer, loopCap: Int) {
+    init(loop: EventLoop, server: HTTPServer, loopCap: Int, unwrittenBudget: Int) {
         self.loop = loop
         self.server = server
         self.configuration = server.configuration
         self.loopCap = loopCap
+        self.unwrittenBudget = unwrittenBudget
         self.readBuffer = .allocate(byteCount: 65536, alignment: 16)
         headBuffer.reserveCapacity(512)
     }
@@ -318,6 +325,32 @@ final class LoopHTTPFront: @unchecked Sendable {
         var line = message
         if suppressed > 0 { line += " (\(suppressed) more since the last line)" }
         server.logger.warning("\(line)")
+    }
+
+    /// `count` bytes of answer wait in a connection for its client to read
+    /// them. Past this loop's budget, the connections with the most bytes
+    /// still to write are reset until it holds no more than the budget (the
+    /// one that just grew among them).
+    func answerHeld(_ count: Int) {
+        heldAnswerBytes += count
+        while heldAnswerBytes > unwrittenBudget {
+            var largest: HTTPConnection?
+            for connection in connections.values where connection.unwrittenCount > (largest?.unwrittenCount ?? 0) {
+                largest = connection
+            }
+            guard let largest else { return }
+            if let suppressed = unreadWarnings.permit(now: .now) {
+                var line = "answers not read by their clients hold more than \(unwrittenBudget) bytes on this loop; resetting the connection with the most unwritten bytes (\(largest.unwrittenCount))"
+                if suppressed > 0 { line += " (\(suppressed) more since the last line)" }
+                server.logger.warning("\(line)")
+            }
+            largest.resetUnread()
+        }
+    }
+
+    /// A held answer is written, or its connection closed.
+    func answerReleased(_ count: Int) {
+        heldAnswerBytes -= count
     }
 
     func connectionClosed(_ connection: HTTPConnection) {

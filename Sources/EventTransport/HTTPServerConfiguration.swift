@@ -26,6 +26,14 @@ public struct HTTPServerConfiguration: Sendable {
     /// What a connection beyond ``maxConnections`` meets: by default it is
     /// accepted, told `503`, and closed.
     public var whenFull: WhenFull = .refuse
+    /// Most bytes of answers held for clients that have not read them yet
+    /// (an answer the socket did not take at once is held whole until its
+    /// last byte is written), over all loops, shared out evenly between
+    /// them. Past it, the loop resets its connection with the most bytes
+    /// still to write, as the write deadline would later: without it, many
+    /// clients that never read could each hold a large answer until the
+    /// write deadline, and together more memory than the process has.
+    public var maxUnwrittenBytes: Int = .max
     /// How long a connection that is being closed after an error keeps
     /// reading (and discarding) what the client still sends, so that the
     /// client reads the answer rather than a reset.

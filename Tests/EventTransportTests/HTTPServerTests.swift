@@ -90,6 +90,8 @@ final class ServerUnderTest: Sendable {
                 }
             case "/held":
                 responder.send(HTTPResponse(status: 200, body: [UInt8](repeating: 0x61, count: 32 << 20), heldUntilWritten: HeldToken(heldReleases)))
+            case "/held16":
+                responder.send(HTTPResponse(status: 200, body: [UInt8](repeating: 0x62, count: 16 << 20), heldUntilWritten: HeldToken(heldReleases)))
             default:
                 responder.send(HTTPResponse(status: 200, headers: ["Content-Type": "text/plain"], body: Array("\(request.method) \(request.path) \(request.body.count)".utf8)))
             }
@@ -361,6 +363,35 @@ func statusLine(of response: String) -> String {
         #expect(subject.cancellations.current == 0)
         fifth.send("Host: a\r\n\r\n")
         #expect(fifth.readResponses(1).map(body(of:)) == ["GET /echo 0"])
+    }
+
+    /// Answers held for clients that do not read them are bounded in total
+    /// (`maxUnwrittenBytes`): past the bound, the connection with the most
+    /// bytes still to write is reset and what its answer held let go; the
+    /// others are served on. (The write deadline is far away here: without
+    /// the bound, the first client would read its whole answer.)
+    @Test func pastTheBoundOfUnreadAnswersTheLargestIsReset() async throws {
+        let subject = try ServerUnderTest {
+            $0.maxUnwrittenBytes = 40 << 20
+            $0.writeTimeout = .seconds(60)
+        }
+        defer { subject.stop() }
+        let first = try RawSocket(port: subject.port)
+        first.send("GET /held HTTP/1.1\r\nHost: a\r\n\r\n")
+        #expect(await eventually { subject.handled.contains("/held") })
+        // 32 MiB waits for the first client; 16 MiB more is over the bound.
+        let second = try RawSocket(port: subject.port)
+        second.send("GET /held16 HTTP/1.1\r\nHost: a\r\n\r\n")
+        #expect(await eventually { subject.handled.contains("/held16") })
+
+        let cut = first.readToEnd()
+        #expect(cut.end == .reset)
+        #expect(cut.text.utf8.count < 32 << 20)
+        #expect(await eventually { subject.heldReleases.current == 1 })
+        let answer = second.readResponses(1)
+        #expect(answer.first.map(body(of:))?.utf8.count == 16 << 20)
+        #expect(await eventually { subject.heldReleases.current == 2 })
+        #expect(subject.server.openConnections == 1)
     }
 
     /// nginx's lingering close: the client sends its whole oversized body

@@ -95,6 +95,31 @@ import Testing
         #expect(batchJSON["error"]?["message"]?.stringValue?.hasSuffix(" bytes, over the limit of 262144; ask for fewer identifiers, or send fewer requests in one batch") == true)
     }
 
+    /// The real process, one loop: answers held for clients that never
+    /// read are bounded in total (64 MiB, or two of the largest answers):
+    /// five batches of 16 MiB each, none read, are 80 MiB; the connection
+    /// with the most bytes still to write is reset and the gateway says so,
+    /// long before the write deadline, and goes on serving.
+    @Test func unreadAnswersPastTheProcessBoundResetTheLargest() async throws {
+        let catalog = try BatchConcurrencyTests.catalogWithAHugeProduct()
+        defer { try? FileManager.default.removeItem(atPath: catalog) }
+        let gateway = try await GatewayProcess.start([
+            "GATEWAY_CATALOG": catalog, "GATEWAY_WORKERS": "1", "GATEWAY_MAX_ANSWER_BYTES": "33554432",
+            "GATEWAY_READ_TIMEOUT_MS": "60000", "GATEWAY_REQUEST_TIMEOUT_MS": "20000",
+        ])
+        let batch = BatchConcurrencyTests.post("[" + (1...16).map { UpstreamScenario.request(["huge_pack"], id: $0) }.joined(separator: ",") + "]")
+        var readers: [TestHTTPConnection] = []
+        for _ in 0..<5 {
+            let reader = try TestHTTPConnection(port: gateway.port)
+            try await reader.sendRaw(batch)
+            readers.append(reader)
+        }
+        let line = await gateway.waitForLine { $0.contains("resetting the connection with the most unwritten bytes") }
+        #expect(line?.contains("answers not read by their clients hold more than 67108864 bytes on this loop") == true, "\(line ?? "no line")")
+        #expect(try await gateway.get("/healthz").status == 200)
+        readers.removeAll()
+    }
+
     /// A value out of its range stops start-up naming the variable.
     @Test(arguments: ["1024", "x", "2000000000"])
     func aBadValueStopsStartUpNamingIt(value: String) async throws {

@@ -150,7 +150,7 @@ public final class GatewayApplication: Service {
                 // An answer has as long to be read as a request to arrive.
                 writeTimeout: .milliseconds(configuration.readTimeoutMS),
                 maxConnections: descriptors.maxConnections
-            ),
+            ).withUnwrittenBytesBounded(byAnswersOf: configuration.maxAnswerBytes),
             admin: configuration.adminListen,
             logger: logger,
             handler: handler,

@@ -20,6 +20,9 @@ final class HTTPFront: Sendable {
     /// The admin listener's connection cap.
     static let adminMaxConnections = 64
 
+    /// The least bound on answers held for clients that have not read them.
+    static let maxUnwrittenBytes = 64 << 20
+
     private let handler: GatewayHTTPHandler
     private let readiness: ReadinessState
 
@@ -105,4 +108,19 @@ struct HTTPFrontBindError: Error {
     /// The admin listener (`GATEWAY_ADMIN_LISTEN`), else the main one.
     let isAdmin: Bool
     let error: TransportError
+}
+
+extension HTTPServerConfiguration {
+    /// The bound on answers held for clients that have not read them
+    /// (``HTTPServerConfiguration/maxUnwrittenBytes``): 64 MiB, or two of
+    /// the largest answers when `GATEWAY_MAX_ANSWER_BYTES` is raised past
+    /// 32 MiB, so that one answer of the largest size can always wait for
+    /// its reader. 64 MiB leaves the 256 MiB of the manifests room for the
+    /// rest of the process (the caches, the loops, Redis and upstream
+    /// buffers) whatever Redis holds and however slowly clients read.
+    func withUnwrittenBytesBounded(byAnswersOf maxAnswerBytes: Int) -> HTTPServerConfiguration {
+        var configuration = self
+        configuration.maxUnwrittenBytes = max(HTTPFront.maxUnwrittenBytes, 2 * maxAnswerBytes)
+        return configuration
+    }
 }
