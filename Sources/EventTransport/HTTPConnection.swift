@@ -66,6 +66,10 @@ final class HTTPConnection: @unchecked Sendable {
     private var outboxBody: [UInt8] = []
     private var outboxBodySent = 0
     private var outboxHeld: (any AnyObject & Sendable)?
+    /// The bytes of the outbox counted in the front's held answers
+    /// (``LoopHTTPFront/answerHeld(_:)``): the whole answer, which is held
+    /// until its last byte is written.
+    private var outboxCounted = 0
     /// The task answering the request being answered
     /// (``HTTPResponder/send(after:)``): cancelled when the client hangs up
     /// (or only stops sending: that cannot be told apart) or the connection
@@ -86,6 +90,10 @@ final class HTTPConnection: @unchecked Sendable {
     private var deadline: ContinuousClock.Instant?
     private var deadlineKind = Deadline.idle
     private var timerArmedUntil: ContinuousClock.Instant?
+    /// When the current deadline was set: when the connection began to
+    /// wait as it does now (for a request, for the rest of one, for the
+    /// client to read, for it to close).
+    private var waitingSince = ContinuousClock.now
 
     init(fd: Int32, front: LoopHTTPFront, limits: HTTPRequestParser.Limits) {
         self.fd = fd
@@ -409,6 +417,28 @@ final class HTTPConnection: @unchecked Sendable {
         phase = .writing
         guard watch(writeEvent, "event_add(write)") else { return }
         arm(.write, after: front.configuration.writeTimeout)
+        outboxCounted = outboxHead.count + outboxBody.count
+        // Last: it may reset this very connection.
+        front.answerHeld(outboxCounted)
+    }
+
+    /// Bytes of an answer still to be written; 0 when none waits.
+    var unwrittenCount: Int {
+        phase == .writing ? outboxHead.count + outboxBody.count - outboxBodySent : 0
+    }
+
+    /// Resets the connection, its answer unread: past the loop's budget of
+    /// held answers, as at the write deadline (a reset frees the socket's
+    /// buffers at once).
+    func resetUnread() {
+        _ = gw_socket_set_linger_zero(fd)
+        close()
+    }
+
+    private func releaseOutbox() {
+        guard outboxCounted > 0 else { return }
+        front.answerReleased(outboxCounted)
+        outboxCounted = 0
     }
 
     /// One `sendmsg` of two buffers: the bytes the socket took, or `-errno`.
@@ -443,7 +473,42 @@ final class HTTPConnection: @unchecked Sendable {
         outboxBody = []
         outboxBodySent = 0
         outboxHeld = nil
+        releaseOutbox()
         answerWritten()
+    }
+
+    /// How readily a connection gives its place up to a new one on a full
+    /// listener that closes the idlest (``HTTPServerConfiguration/WhenFull/closeIdlest``):
+    /// the lowest first. First the connections with no request in progress
+    /// (waiting for one, or lingering after an answer that closes), the one
+    /// waiting longest first; then those whose request is still arriving
+    /// (a drip), the one that started longest ago first; last those whose
+    /// client does not read its answer. One whose request is being answered
+    /// is never chosen: that ends on its own.
+    struct EvictionRank: Comparable {
+        enum Tier: Int { case noRequest, requestArriving, answerUnread }
+        let tier: Tier
+        let since: ContinuousClock.Instant
+
+        static func < (lhs: Self, rhs: Self) -> Bool {
+            (lhs.tier.rawValue, lhs.since) < (rhs.tier.rawValue, rhs.since)
+        }
+    }
+
+    /// This connection's ``EvictionRank``; nil while its request is being
+    /// answered, or once closed.
+    var evictionRank: EvictionRank? {
+        switch phase {
+        case .reading:
+            let arriving = parser.isInsideRequest || unparsedCount > 0
+            return EvictionRank(tier: arriving ? .requestArriving : .noRequest, since: waitingSince)
+        case .lingering:
+            return EvictionRank(tier: .noRequest, since: waitingSince)
+        case .writing:
+            return EvictionRank(tier: .answerUnread, since: waitingSince)
+        case .responding, .closed:
+            return nil
+        }
     }
 
     /// Whether closing now could lose bytes the client is owed: an answer
@@ -497,6 +562,7 @@ final class HTTPConnection: @unchecked Sendable {
         let newDeadline = now + duration
         deadline = newDeadline
         deadlineKind = kind
+        waitingSince = now
         if let armed = timerArmedUntil, armed <= newDeadline { return }
         setTimer(after: duration, until: newDeadline)
     }
@@ -587,6 +653,7 @@ final class HTTPConnection: @unchecked Sendable {
         outboxHead = []
         outboxBody = []
         outboxHeld = nil
+        releaseOutbox()
         front.connectionClosed(self)
     }
 }

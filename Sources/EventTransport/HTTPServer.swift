@@ -75,8 +75,10 @@ public final class HTTPServer: Sendable {
         let (port, fds) = try ListeningSockets.open(host: configuration.host, port: configuration.port, count: group.loops.count)
         var started: [LoopHTTPFront] = []
         var failure: TransportError?
+        // With `.closeIdlest` each loop makes room among its own share.
+        let loopCap = max(1, configuration.maxConnections / max(1, group.loops.count))
         for (loop, fd) in zip(group.loops, fds) {
-            let front = LoopHTTPFront(loop: loop, server: self)
+            let front = LoopHTTPFront(loop: loop, server: self, loopCap: loopCap, unwrittenBudget: max(1, configuration.maxUnwrittenBytes / max(1, group.loops.count)))
             let result: Result<Void, TransportError> = loop.submitAndWait {
                 Result { () throws(TransportError) in try front.start(listening: fd) }
             }
@@ -139,6 +141,18 @@ public final class HTTPServer: Sendable {
         return false
     }
 
+    /// Counts a connection a loop took within its own share
+    /// (``HTTPServerConfiguration/WhenFull/closeIdlest``).
+    func connectionOpened() {
+        open.add(1, ordering: .relaxed)
+    }
+
+    /// Counts a connection refused because its loop's share was full and
+    /// none of them could make room.
+    func connectionRefused() {
+        rejected.add(1, ordering: .relaxed)
+    }
+
     func connectionClosed() {
         open.subtract(1, ordering: .relaxed)
     }
@@ -152,6 +166,14 @@ final class LoopHTTPFront: @unchecked Sendable {
     /// unowned(unsafe): the server owns its fronts and outlives them.
     unowned(unsafe) let server: HTTPServer
     let configuration: HTTPServerConfiguration
+    /// This loop's share of the cap, when the listener makes room by
+    /// closing the idlest connection (``HTTPServerConfiguration/WhenFull/closeIdlest``).
+    let loopCap: Int
+    /// This loop's share of ``HTTPServerConfiguration/maxUnwrittenBytes``.
+    let unwrittenBudget: Int
+    /// Bytes of answers this loop's connections hold for clients that have
+    /// not read them yet.
+    private(set) var heldAnswerBytes = 0
     /// Every connection of this loop reads into this one buffer: a
     /// connection holds only what it has not finished parsing.
     let readBuffer: UnsafeMutableRawBufferPointer
@@ -163,6 +185,7 @@ final class LoopHTTPFront: @unchecked Sendable {
     private var dateSecond = -1
     private var dateBytes: [UInt8] = []
     private var acceptWarnings = LogRateLimit(interval: .seconds(10))
+    private var unreadWarnings = LogRateLimit(interval: .seconds(10))
     /// Set by ``closeAfterWriting(within:_:)``: connections close as soon as
     /// they owe nothing, and `whenAllClosed` runs when none is left.
     private(set) var isClosing = false
@@ -172,10 +195,12 @@ final class LoopHTTPFront: @unchecked Sendable {
     /// Pause of the listener when the process is out of descriptors.
     static let acceptPause = Duration.milliseconds(100)
 
-    init(loop: EventLoop, server: HTTPServer) {
+    init(loop: EventLoop, server: HTTPServer, loopCap: Int, unwrittenBudget: Int) {
         self.loop = loop
         self.server = server
         self.configuration = server.configuration
+        self.loopCap = loopCap
+        self.unwrittenBudget = unwrittenBudget
         self.readBuffer = .allocate(byteCount: 65536, alignment: 16)
         headBuffer.reserveCapacity(512)
     }
@@ -219,20 +244,53 @@ final class LoopHTTPFront: @unchecked Sendable {
     }
 
     private func admit(_ fd: Int32) {
-        guard server.admitConnection() else {
-            // The server's problem answer, so it carries what every error
-            // answer carries (`X-Request-Id`). Best effort: the socket is
-            // new, its buffer empty; it closes either way.
-            var bytes = rejectionBytes()
-            bytes.withUnsafeBytes { _ = gw_write2(fd, $0.baseAddress, $0.count, nil, 0) }
-            bytes.removeAll(keepingCapacity: true)
-            returnHeadBuffer(bytes)
-            _ = Glibc.close(fd)
-            return
+        switch configuration.whenFull {
+        case .refuse:
+            guard server.admitConnection() else {
+                refuse(fd)
+                return
+            }
+        case .closeIdlest:
+            if connections.count >= loopCap {
+                guard let idlest = idlestConnection() else {
+                    // Every one of them has its request being answered:
+                    // that ends on its own, a new connection can wait.
+                    server.connectionRefused()
+                    refuse(fd)
+                    return
+                }
+                idlest.close()
+            }
+            server.connectionOpened()
         }
         let connection = HTTPConnection(fd: fd, front: self, limits: configuration.limits)
         connections[ObjectIdentifier(connection)] = connection
         if !connection.start() { connection.close() }
+    }
+
+    /// Answers a connection over the cap `503` and closes it. The server's
+    /// problem answer, so it carries what every error answer carries
+    /// (`X-Request-Id`). Best effort: the socket is new, its buffer empty;
+    /// it closes either way.
+    private func refuse(_ fd: Int32) {
+        var bytes = rejectionBytes()
+        bytes.withUnsafeBytes { _ = gw_write2(fd, $0.baseAddress, $0.count, nil, 0) }
+        bytes.removeAll(keepingCapacity: true)
+        returnHeadBuffer(bytes)
+        _ = Glibc.close(fd)
+    }
+
+    /// The connection of this loop that gives its place up first
+    /// (``HTTPConnection/evictionRank``); nil when every one has its
+    /// request being answered. A scan, made only when the share is full
+    /// (the share is small: a listener for probes).
+    private func idlestConnection() -> HTTPConnection? {
+        var chosen: (connection: HTTPConnection, rank: HTTPConnection.EvictionRank)?
+        for connection in connections.values {
+            guard let rank = connection.evictionRank else { continue }
+            if chosen == nil || rank < chosen!.rank { chosen = (connection, rank) }
+        }
+        return chosen?.connection
     }
 
     /// The answer of a connection over the cap, head and body.
@@ -267,6 +325,32 @@ final class LoopHTTPFront: @unchecked Sendable {
         var line = message
         if suppressed > 0 { line += " (\(suppressed) more since the last line)" }
         server.logger.warning("\(line)")
+    }
+
+    /// `count` bytes of answer wait in a connection for its client to read
+    /// them. Past this loop's budget, the connections with the most bytes
+    /// still to write are reset until it holds no more than the budget (the
+    /// one that just grew among them).
+    func answerHeld(_ count: Int) {
+        heldAnswerBytes += count
+        while heldAnswerBytes > unwrittenBudget {
+            var largest: HTTPConnection?
+            for connection in connections.values where connection.unwrittenCount > (largest?.unwrittenCount ?? 0) {
+                largest = connection
+            }
+            guard let largest else { return }
+            if let suppressed = unreadWarnings.permit(now: .now) {
+                var line = "answers not read by their clients hold more than \(unwrittenBudget) bytes on this loop; resetting the connection with the most unwritten bytes (\(largest.unwrittenCount))"
+                if suppressed > 0 { line += " (\(suppressed) more since the last line)" }
+                server.logger.warning("\(line)")
+            }
+            largest.resetUnread()
+        }
+    }
+
+    /// A held answer is written, or its connection closed.
+    func answerReleased(_ count: Int) {
+        heldAnswerBytes -= count
     }
 
     func connectionClosed(_ connection: HTTPConnection) {

@@ -20,9 +20,20 @@ public struct HTTPServerConfiguration: Sendable {
     /// then the connection is reset, and what the answer held is let go
     /// (``HTTPResponse/heldUntilWritten``).
     public var writeTimeout: Duration
-    /// Most client connections open at once, over all loops. One more is
-    /// accepted, told `503`, and closed.
+    /// Most client connections open at once, over all loops. What a
+    /// connection beyond it meets is ``whenFull``'s.
     public var maxConnections: Int
+    /// What a connection beyond ``maxConnections`` meets: by default it is
+    /// accepted, told `503`, and closed.
+    public var whenFull: WhenFull = .refuse
+    /// Most bytes of answers held for clients that have not read them yet
+    /// (an answer the socket did not take at once is held whole until its
+    /// last byte is written), over all loops, shared out evenly between
+    /// them. Past it, the loop resets its connection with the most bytes
+    /// still to write, as the write deadline would later: without it, many
+    /// clients that never read could each hold a large answer until the
+    /// write deadline, and together more memory than the process has.
+    public var maxUnwrittenBytes: Int = .max
     /// How long a connection that is being closed after an error keeps
     /// reading (and discarding) what the client still sends, so that the
     /// client reads the answer rather than a reset.
@@ -32,6 +43,22 @@ public struct HTTPServerConfiguration: Sendable {
     /// bytes, as a socket whose buffer is nearly full takes only part of a
     /// write.
     var writeSizeLimitForTesting: Int?
+
+    /// What a listener whose connections are at the cap does with a new one.
+    public enum WhenFull: Sendable, Equatable {
+        /// The new connection is told `503` and closed; the open ones go
+        /// on. For callers: one who opens connections cannot end another's.
+        case refuse
+        /// The new connection is taken, and the one that has waited
+        /// longest with no request in progress is closed to make room (see
+        /// ``HTTPConnection/EvictionRank``). For a listener that must keep
+        /// answering whatever its connections do (probes): silent or
+        /// dripping connections cannot hold it. The cap is shared out
+        /// evenly between the loops (at least one each), so that each loop
+        /// makes room among its own connections, at once, without asking
+        /// another.
+        case closeIdlest
+    }
 
     public init(
         host: String,

@@ -69,7 +69,7 @@ public struct JSONRPCServer<Context: Sendable>: Sendable {
                     reply(.noContent)
                     return
                 }
-                reply(JSONRPCServer.reply(JSONRPCResponse(id: id, outcome: outcome)))
+                reply(server.reply(JSONRPCResponse(id: id, outcome: outcome)))
             }
         }
     }
@@ -123,6 +123,13 @@ public struct JSONRPCServer<Context: Sendable>: Sendable {
 
     /// The most elements a batch may hold.
     public let maxBatchSize: Int
+    /// The most bytes one reply may have. A larger reply is not sent: one
+    /// `-32600` error object whose message gives the limit takes its place
+    /// (with the call's id, or `null` for a batch), as a batch over
+    /// ``maxBatchSize`` is refused. An answer is held in memory until a
+    /// client has read it, so this bounds what one request can make the
+    /// process hold for a client that reads slowly or not at all.
+    public let maxAnswerBytes: Int
     /// The parser's limits for a body.
     public let limits: JSONParser.Limits
     private let methods: [String: Method]
@@ -139,9 +146,12 @@ public struct JSONRPCServer<Context: Sendable>: Sendable {
     /// - Parameter fastMethods: for some of `methods`, a way to answer the
     ///   usual single call without building its JSON tree (see
     ///   ``FastMethod``).
-    public init(maxBatchSize: Int, methods: [String: Method], immediateMethods: [String: ImmediateMethod] = [:], fastMethods: [String: FastMethod] = [:], limits: JSONParser.Limits = .init(), observer: Observer? = nil) {
+    /// - Parameter maxAnswerBytes: the most bytes one reply may have (see
+    ///   ``maxAnswerBytes``).
+    public init(maxBatchSize: Int, methods: [String: Method], immediateMethods: [String: ImmediateMethod] = [:], fastMethods: [String: FastMethod] = [:], limits: JSONParser.Limits = .init(), maxAnswerBytes: Int = .max, observer: Observer? = nil) {
         precondition(maxBatchSize >= 1, "maxBatchSize must be at least 1")
         self.maxBatchSize = maxBatchSize
+        self.maxAnswerBytes = maxAnswerBytes
         self.methods = methods
         self.immediateMethods = immediateMethods
         self.fastMethods = fastMethods
@@ -191,7 +201,7 @@ public struct JSONRPCServer<Context: Sendable>: Sendable {
         switch Self.decode(document) {
         case .failure(let failed):
             observe(method: nil, outcome: .failure(failed.error), duration: .zero, isNotification: false, context: context)
-            return .answered(Self.reply(JSONRPCResponse(id: failed.id ?? .null, outcome: .failure(failed.error))))
+            return .answered(reply(JSONRPCResponse(id: failed.id ?? .null, outcome: .failure(failed.error))))
         case .success(let decoded):
             request = decoded
         }
@@ -211,7 +221,7 @@ public struct JSONRPCServer<Context: Sendable>: Sendable {
         }
         observe(method: request.method, outcome: outcome, duration: ContinuousClock.now - started, isNotification: request.isNotification, context: context)
         guard let id = request.id else { return .answered(.noContent) }
-        return .answered(Self.reply(JSONRPCResponse(id: id, outcome: outcome)))
+        return .answered(reply(JSONRPCResponse(id: id, outcome: outcome)))
     }
 
     /// The number of elements of a body that is one JSON array and nothing
@@ -252,7 +262,7 @@ public struct JSONRPCServer<Context: Sendable>: Sendable {
             switch answer {
             case .answer(let outcome):
                 observe(method: request.method, outcome: outcome, duration: ContinuousClock.now - started, isNotification: false, context: context)
-                return .answered(Self.reply(JSONRPCResponse(id: envelope.id, outcome: outcome)))
+                return .answered(reply(JSONRPCResponse(id: envelope.id, outcome: outcome)))
             case .later(let answerLater):
                 return .deferred(DeferredCall(server: self, request: request, context: context, started: started, answerLater: answerLater))
             }
@@ -266,7 +276,7 @@ public struct JSONRPCServer<Context: Sendable>: Sendable {
             guard let response = await respond(to: document, context: context) else {
                 return .noContent
             }
-            return Self.reply(response)
+            return reply(response)
         case .array(let elements):
             guard !elements.isEmpty else {
                 return refuse(.invalidRequest("the batch is empty"), context: context)
@@ -281,7 +291,7 @@ public struct JSONRPCServer<Context: Sendable>: Sendable {
             guard !responses.isEmpty else {
                 return .noContent
             }
-            return .json(Self.serialized(batch: responses))
+            return bounded(Self.serialized(batch: responses), id: .null)
         case .null, .bool, .number, .string, .encoded:
             return refuse(.invalidRequest("expected a request object or a batch array"), context: context)
         }
@@ -427,7 +437,7 @@ public struct JSONRPCServer<Context: Sendable>: Sendable {
     /// One error object for the whole body, with id `null`.
     fileprivate func refuse(_ error: JSONRPCError, context: Context) -> JSONRPCReply {
         observe(method: nil, outcome: .failure(error), duration: .zero, isNotification: false, context: context)
-        return Self.reply(JSONRPCResponse(id: .null, outcome: .failure(error)))
+        return reply(JSONRPCResponse(id: .null, outcome: .failure(error)))
     }
 
     private func observe(method: String?, outcome: Result<JSONValue, JSONRPCError>, duration: Duration, isNotification: Bool, context: Context) {
@@ -436,8 +446,19 @@ public struct JSONRPCServer<Context: Sendable>: Sendable {
 
     /// Responses are written straight into one buffer, not built as a tree
     /// first: a result that is already encoded is appended as its bytes.
-    private static func reply(_ response: JSONRPCResponse) -> JSONRPCReply {
-        .json(response.serialized())
+    fileprivate func reply(_ response: JSONRPCResponse) -> JSONRPCReply {
+        bounded(response.serialized(), id: response.id)
+    }
+
+    /// `bytes` as the reply, unless they are over ``maxAnswerBytes``: then
+    /// one `-32600` error object with `id` that gives the limit, so the
+    /// caller learns to ask for less in one request.
+    private func bounded(_ bytes: [UInt8], id: JSONRPCID) -> JSONRPCReply {
+        guard bytes.count > maxAnswerBytes else { return .json(bytes) }
+        let error = JSONRPCError.invalidRequest(
+            "the answer would be \(bytes.count) bytes, over the limit of \(maxAnswerBytes); ask for fewer identifiers, or send fewer requests in one batch"
+        )
+        return .json(JSONRPCResponse(id: id, outcome: .failure(error)).serialized())
     }
 
     /// `[response,...]` in one buffer reserved for all of them.

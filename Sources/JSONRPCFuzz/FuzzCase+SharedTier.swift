@@ -119,7 +119,7 @@ extension FuzzCase {
             return SharedCacheEntry(answer: .unknown, freshUntilUnixMS: freshUntil, staleIfErrorSeconds: staleIfError, revalidateSeconds: revalidate)
         case UInt8(ascii: "P"):
             let payload = Array(bytes[21...])
-            guard referenceWriterForm(payload, maxDepth: 16) == true,
+            guard payload.count <= 65536, referenceWriterForm(payload, maxDepth: 16) == true,
                   let object = (try? JSONParser.parse(payload))?.objectValue,
                   object.keys.first == "productIdentifier", object["productIdentifier"]?.stringValue == identifier,
                   referenceProductFits(.object(object), identifier: identifier),

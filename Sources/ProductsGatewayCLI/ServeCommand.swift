@@ -58,6 +58,9 @@ struct ServeCommand: AsyncParsableCommand {
     @Option(name: Self.name(.maxBodyBytes), help: Self.help(.maxBodyBytes))
     var maxBodyBytes: String?
 
+    @Option(name: Self.name(.maxAnswerBytes), help: Self.help(.maxAnswerBytes))
+    var maxAnswerBytes: String?
+
     @Option(name: Self.name(.requestTimeoutMS), help: Self.help(.requestTimeoutMS))
     var requestTimeoutMS: String?
 
@@ -143,6 +146,7 @@ struct ServeCommand: AsyncParsableCommand {
             (.maxBatch, maxBatch),
             (.batchConcurrency, batchConcurrency),
             (.maxBodyBytes, maxBodyBytes),
+            (.maxAnswerBytes, maxAnswerBytes),
             (.requestTimeoutMS, requestTimeoutMS),
             (.readTimeoutMS, readTimeoutMS),
             (.idleTimeoutMS, idleTimeoutMS),

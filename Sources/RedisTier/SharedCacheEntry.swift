@@ -88,6 +88,7 @@ package struct SharedCacheEntry: Equatable, Sendable {
 
     /// Reads an entry for `identifier`; nil for anything that is not one
     /// this format wrote: a wrong magic or length, negative windows, a
+    /// product over ``ProductAnswer/maxProductBytes``, a
     /// product that does not start as the gateway writes a product of
     /// `identifier` (`{"productIdentifier":"…",`), or whose bytes are not
     /// exactly what ``JSONWriter`` writes (``EncodedJSON/init(validating:maxDepth:)``,
@@ -112,9 +113,10 @@ package struct SharedCacheEntry: Equatable, Sendable {
         case UInt8(ascii: "P"):
             let payload = Array(bytes[Self.headerCount...])
             // What anyone who can write to Redis wrote: the product must be
-            // one the gateway could have answered (its bytes as the
-            // gateway writes JSON, and the public shape of a product).
-            guard Self.payload(payload, answers: identifier), let product = EncodedJSON(validating: payload, maxDepth: 16),
+            // one the gateway could have answered (at most 64 KiB, its bytes
+            // as the gateway writes JSON, and the public shape of a product).
+            guard payload.count <= ProductAnswer.maxProductBytes, Self.payload(payload, answers: identifier),
+                  let product = EncodedJSON(validating: payload, maxDepth: 16),
                   ProductSchema.admits(payload, identifier: identifier) else { return nil }
             answer = .product(product)
         default:

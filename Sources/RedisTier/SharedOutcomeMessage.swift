@@ -75,7 +75,8 @@ package struct SharedOutcomeMessage: Sendable {
     /// Reads a message; nil for anything else: over ``maxBytes``, naming no
     /// identifier or more than `maxIdentifiers` (`UPSTREAM_MAX_IDS`: no
     /// fetch asks more), an identifier that is not one, a product for an
-    /// identifier it does not name, or a number out of its range. Products
+    /// identifier it does not name, a product over
+    /// ``ProductAnswer/maxProductBytes``, or a number out of its range. Products
     /// are parsed and written again by the gateway's writer, and must answer
     /// their key.
     package init?(decoding bytes: [UInt8], maxIdentifiers: Int = 1_000) {
@@ -121,9 +122,10 @@ package struct SharedOutcomeMessage: Sendable {
             for (identifier, product) in products {
                 guard named.contains(identifier) else { return nil }
                 // Another replica's, or anyone's who can publish: only a
-                // product of the public shape, for the identifier it names.
+                // product of at most 64 KiB and of the public shape, for the
+                // identifier it names.
                 let bytes = EncodedJSON(product)
-                guard ProductSchema.admits(bytes.bytes, identifier: identifier) else { return nil }
+                guard bytes.bytes.count <= ProductAnswer.maxProductBytes, ProductSchema.admits(bytes.bytes, identifier: identifier) else { return nil }
                 encoded[identifier] = bytes
             }
             self.kind = .success(SourcePage(encodedProducts: encoded, maxAgeSeconds: maxAge, staleIfErrorSeconds: staleIfError, staleWhileRevalidateSeconds: revalidate))

@@ -90,6 +90,8 @@ final class ServerUnderTest: Sendable {
                 }
             case "/held":
                 responder.send(HTTPResponse(status: 200, body: [UInt8](repeating: 0x61, count: 32 << 20), heldUntilWritten: HeldToken(heldReleases)))
+            case "/held16":
+                responder.send(HTTPResponse(status: 200, body: [UInt8](repeating: 0x62, count: 16 << 20), heldUntilWritten: HeldToken(heldReleases)))
             default:
                 responder.send(HTTPResponse(status: 200, headers: ["Content-Type": "text/plain"], body: Array("\(request.method) \(request.path) \(request.body.count)".utf8)))
             }
@@ -318,6 +320,78 @@ func statusLine(of response: String) -> String {
         fourth.send("GET /echo HTTP/1.1\r\nHost: a\r\n\r\n")
         #expect(fourth.readResponses(1).map(body(of:)) == ["GET /echo 0"])
         _ = first
+    }
+
+    /// `.closeIdlest` (the admin listener): a connection past the cap is
+    /// served, and one already open makes room: first one with no request
+    /// in progress (the one waiting longest), then one whose request is
+    /// still arriving; never one whose request is being answered.
+    @Test func pastTheCapTheConnectionIdleLongestMakesRoom() async throws {
+        let subject = try ServerUnderTest {
+            $0.maxConnections = 3
+            $0.whenFull = .closeIdlest
+        }
+        defer { subject.stop() }
+        // A request answered, then the head of the next one, cut short.
+        let dripping = try RawSocket(port: subject.port)
+        dripping.send("GET /echo HTTP/1.1\r\nHost: a\r\n\r\nGET /echo HTTP/1.1\r\n")
+        #expect(dripping.readResponses(1).map(body(of:)) == ["GET /echo 0"])
+        let idle = try RawSocket(port: subject.port)
+        idle.send("GET /echo HTTP/1.1\r\nHost: a\r\n\r\n")
+        #expect(idle.readResponses(1).count == 1)
+        let busy = try RawSocket(port: subject.port)
+        busy.send("GET /until-cancelled HTTP/1.1\r\nHost: a\r\n\r\n")
+        #expect(await eventually { subject.handled.contains("/until-cancelled") })
+
+        // Idle beats dripping, though the dripping one is older.
+        let fourth = try RawSocket(port: subject.port)
+        #expect(idle.readToEnd() == .init(text: "", end: .closed))
+        // A new connection that has sent nothing is idle too.
+        let fifth = try RawSocket(port: subject.port)
+        #expect(fourth.readToEnd() == .init(text: "", end: .closed))
+        fifth.send("GET /echo HTTP/1.1\r\nHost: a\r\n\r\nGET /echo HTTP/1.1\r\n")
+        #expect(fifth.readResponses(1).count == 1)
+        // Now only requests arriving and one being answered: the request
+        // arriving longest goes.
+        let sixth = try RawSocket(port: subject.port)
+        #expect(dripping.readToEnd() == .init(text: "", end: .closed))
+        sixth.send("GET /echo HTTP/1.1\r\nHost: a\r\n\r\n")
+        #expect(sixth.readResponses(1).map(body(of:)) == ["GET /echo 0"])
+
+        #expect(subject.server.openConnections == 3)
+        #expect(subject.server.rejectedConnections == 0)
+        #expect(subject.cancellations.current == 0)
+        fifth.send("Host: a\r\n\r\n")
+        #expect(fifth.readResponses(1).map(body(of:)) == ["GET /echo 0"])
+    }
+
+    /// Answers held for clients that do not read them are bounded in total
+    /// (`maxUnwrittenBytes`): past the bound, the connection with the most
+    /// bytes still to write is reset and what its answer held let go; the
+    /// others are served on. (The write deadline is far away here: without
+    /// the bound, the first client would read its whole answer.)
+    @Test func pastTheBoundOfUnreadAnswersTheLargestIsReset() async throws {
+        let subject = try ServerUnderTest {
+            $0.maxUnwrittenBytes = 40 << 20
+            $0.writeTimeout = .seconds(60)
+        }
+        defer { subject.stop() }
+        let first = try RawSocket(port: subject.port)
+        first.send("GET /held HTTP/1.1\r\nHost: a\r\n\r\n")
+        #expect(await eventually { subject.handled.contains("/held") })
+        // 32 MiB waits for the first client; 16 MiB more is over the bound.
+        let second = try RawSocket(port: subject.port)
+        second.send("GET /held16 HTTP/1.1\r\nHost: a\r\n\r\n")
+        #expect(await eventually { subject.handled.contains("/held16") })
+
+        let cut = first.readToEnd()
+        #expect(cut.end == .reset)
+        #expect(cut.text.utf8.count < 32 << 20)
+        #expect(await eventually { subject.heldReleases.current == 1 })
+        let answer = second.readResponses(1)
+        #expect(answer.first.map(body(of:))?.utf8.count == 16 << 20)
+        #expect(await eventually { subject.heldReleases.current == 2 })
+        #expect(subject.server.openConnections == 1)
     }
 
     /// nginx's lingering close: the client sends its whole oversized body

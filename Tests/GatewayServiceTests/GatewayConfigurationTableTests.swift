@@ -29,6 +29,7 @@ struct GatewayConfigurationTableTests {
         ("GATEWAY_MAX_IDS", "100"),
         ("GATEWAY_MAX_BATCH", "50"),
         ("GATEWAY_MAX_BODY_BYTES", "65536"),
+        ("GATEWAY_MAX_ANSWER_BYTES", "8388608"),
         ("GATEWAY_REQUEST_TIMEOUT_MS", "5000"),
         ("GATEWAY_READ_TIMEOUT_MS", "10000"),
         ("GATEWAY_IDLE_TIMEOUT_MS", "60000"),

@@ -387,6 +387,58 @@ struct MessageHygieneTests {
         #expect(URLRedaction.redactingUserinfo("no scheme") == "no scheme")
     }
 
+    /// URLs written without `//` are redacted too: everything before the
+    /// last `@` may be a scheme and a password (`redis:PASSWORD@host`), a
+    /// user and a password (`redis:user:pass@host`) or a token read as a
+    /// scheme (`TOKEN:x@host`).
+    @Test func userinfoIsRedactedInURLsWrittenWithoutSlashes() {
+        #expect(URLRedaction.quoted("redis:PASSWORD@host:6379", limit: 100) == "***@host:6379")
+        #expect(URLRedaction.quoted("https:TOKEN@host", limit: 100) == "***@host")
+        #expect(URLRedaction.quoted("redis:user:pass@host", limit: 100) == "***@host")
+        #expect(URLRedaction.quoted("https:/TOKEN@host/base", limit: 100) == "***@host/base")
+        #expect(URLRedaction.quoted("TOKEN:x-oauth-basic@host", limit: 100) == "***@host")
+        #expect(URLRedaction.quoted("redis://:PASSWORD@host", limit: 100) == "redis://***@host")
+        // Redacted before it is cut: a cut never leaves the part before
+        // the `@` it no longer sees.
+        #expect(URLRedaction.quoted("redis:PASSWORD@host", limit: 8) == "***@host")
+        #expect(URLRedaction.quoted("0.0.0.0:9090", limit: 100) == "0.0.0.0:9090")
+    }
+
+    /// Values of the forms above, each with the secret `s3cr3t`.
+    static let urlsWithoutSlashes = [
+        "redis:PASS-s3cr3t@cache:6379",
+        "https:TOKEN-s3cr3t@products.example",
+        "redis:user:pass-s3cr3t@cache",
+        "tokens3cr3t:x@cache:6379",
+        "<redis:PASS-s3cr3t@cache>",
+    ]
+
+    /// Every variable whose bad value a message quotes, or that the
+    /// start-up summary shows as given.
+    static let variablesShowingTheirValue = [
+        "GATEWAY_REDIS_URL", "ONSIDE_UPSTREAM_URL", "GATEWAY_LISTEN", "GATEWAY_ADMIN_LISTEN",
+        "GATEWAY_MAX_IDS", "LOG_LEVEL", "GATEWAY_DEFAULT_COUNTRY", "ONSIDE_APP_ID",
+        "ONSIDE_CA_FILE", "GATEWAY_CATALOG", "ONSIDE_API_TOKEN_FILE", "GATEWAY_API_KEYS_FILE",
+    ]
+
+    /// A URL pasted into any variable, written without `//`: a refusal
+    /// names the variable and never quotes the secret; a value taken
+    /// (`ONSIDE_APP_ID` is any visible text) is not shown with it either.
+    @Test(arguments: urlsWithoutSlashes, variablesShowingTheirValue)
+    func aURLWithoutSlashesNeverShowsItsSecret(url: String, variable: String) throws {
+        var environment = [variable: url]
+        if variable == "ONSIDE_UPSTREAM_URL" { environment["ONSIDE_APP_ID"] = "demo" }
+        do {
+            let configuration = try GatewayConfiguration.load(environment: environment)
+            #expect(variable == "ONSIDE_APP_ID", "\(variable)=\(url) was taken")
+            let summary = configuration.redactedSummary.map { "\($0.0)=\($0.1)" }.joined(separator: " ")
+            #expect(!summary.contains("s3cr3t"), "\(summary)")
+        } catch {
+            #expect(error.variable == variable)
+            #expect(!error.description.contains("s3cr3t"), "\(error.description)")
+        }
+    }
+
     /// A password holding `/`, `#` or `?` is never quoted, whichever of
     /// the URL's checks refuses it, in the error or the start-up summary.
     @Test(arguments: [

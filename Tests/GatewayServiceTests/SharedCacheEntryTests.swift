@@ -64,6 +64,26 @@ struct SharedCacheEntryTests {
         #expect(entry(#"{"t":1,"productIdentifier":"x"}"#) == nil)
     }
 
+    /// A product of `count` bytes in the writer's form and the public
+    /// shape, for `identifier` (its description makes up the length).
+    static func product(bytes count: Int, identifier: String = "x") -> [UInt8] {
+        let opening = Array(#"{"productIdentifier":"\#(identifier)","localizedTitle":"t","localizedDescription":""#.utf8)
+        let closing = Array(#"","iconUrl":null,"price":{"value":1.00,"currencyCode":"EUR"},"subscriptionPeriod":null,"subscriptionGroupIdentifier":null,"introductoryPrice":null,"discountedPrice":null}"#.utf8)
+        return opening + [UInt8](repeating: UInt8(ascii: "a"), count: count - opening.count - closing.count) + closing
+    }
+
+    /// One product is at most 64 KiB wherever it comes from: an entry
+    /// whose product is exactly that is read, one byte more is refused.
+    @Test func anEntryWhoseProductIsOver64KiBIsRefused() {
+        let header = Array(SharedCacheEntry(answer: .unknown, freshUntilUnixMS: 1, staleIfErrorSeconds: 0, revalidateSeconds: 0).encoded.dropLast())
+        func entry(_ product: [UInt8]) -> SharedCacheEntry? {
+            SharedCacheEntry(decoding: header + [UInt8(ascii: "P")] + product, identifier: "x")
+        }
+        #expect(ProductAnswer.maxProductBytes == 65536)
+        #expect(entry(Self.product(bytes: 65536))?.answer.product?.bytes.count == 65536)
+        #expect(entry(Self.product(bytes: 65537)) == nil)
+    }
+
     @Test func keepTimeIsFreshnessPlusTheLongerStaleWindow() {
         let entry = SharedCacheEntry(answer: .unknown, freshUntilUnixMS: 10_000, staleIfErrorSeconds: 3, revalidateSeconds: 5)
         #expect(entry.keepMilliseconds(nowUnixMS: 4_000) == 11_000)

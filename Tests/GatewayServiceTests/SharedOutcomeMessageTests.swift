@@ -34,6 +34,20 @@ struct SharedOutcomeMessageTests {
         }
     }
 
+    /// A message whose product is over 64 KiB is refused whole (and
+    /// counted where it is read), one of exactly 64 KiB is read.
+    @Test func aMessageWithAProductOver64KiBIsRefused() throws {
+        func message(productBytes: Int) throws -> [UInt8] {
+            let product = try #require(EncodedJSON(validating: SharedCacheEntryTests.product(bytes: productBytes, identifier: "x"), maxDepth: 16))
+            let page = SourcePage(encodedProducts: ["x": product], maxAgeSeconds: 30)
+            return SharedOutcomeMessage(scope: Self.scope, identifiers: ["x", "y"], kind: .success(page)).encoded
+        }
+        let fits = try #require(SharedOutcomeMessage(decoding: try message(productBytes: 65536)))
+        guard case .success(let page) = fits.kind else { Issue.record("not a success"); return }
+        #expect(page.encodedProducts["x"]?.bytes.count == 65536)
+        #expect(SharedOutcomeMessage(decoding: try message(productBytes: 65537)) == nil)
+    }
+
     @Test(arguments: [
         ProductsFetchFailure.connectionError(detail: "refused"),
         .serviceUnavailable(upstreamStatus: 503, retryAfterSeconds: 7),

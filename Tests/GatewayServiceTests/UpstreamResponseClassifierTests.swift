@@ -37,6 +37,25 @@ struct UpstreamResponseClassifierTests {
 
     // MARK: 200
 
+    /// One product is at most 64 KiB: `premium_monthly` whose result item
+    /// is exactly that is kept; one byte more and it is left out (its
+    /// identifier then unknown, as one the upstream did not answer), the
+    /// others kept.
+    @Test func aProductOver64KiBIsLeftOut() throws {
+        func body(titleCount: Int) -> String {
+            #"{"country":"DE","items":[{"id":"premium_monthly","title":""# + String(repeating: "t", count: titleCount)
+                + #"","description":"d","price":{"amount":"4.99","currency":"EUR"}},"#
+                + #"{"id":"coins_100","title":"100 Coins","description":"d","price":{"amount":"0.99","currency":"EUR"}}],"not_found":[]}"#
+        }
+        let probe = try #require(Self.page(Self.response(200, body: body(titleCount: 1000))))
+        let fixed = try #require(probe.encodedProducts["premium_monthly"]).bytes.count - 1000
+        let exact = try #require(Self.page(Self.response(200, body: body(titleCount: 65536 - fixed))))
+        #expect(exact.encodedProducts["premium_monthly"]?.bytes.count == 65536)
+        let over = try #require(Self.page(Self.response(200, body: body(titleCount: 65537 - fixed))))
+        #expect(over.encodedProducts["premium_monthly"] == nil)
+        #expect(over.encodedProducts["coins_100"] != nil)
+    }
+
     @Test func okIsParsed() throws {
         let page = try #require(Self.page(Self.response(200, ["Content-Type": "application/json"], body: Self.validBody)))
         // Normalised and encoded once, as the answer splices it; the

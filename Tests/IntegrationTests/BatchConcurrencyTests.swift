@@ -199,6 +199,8 @@ struct BatchConcurrencyTests {
         let gateway = try RunningGateway.start([
             "GATEWAY_CATALOG": catalog, "GATEWAY_BATCH_CONCURRENCY": "1",
             "GATEWAY_READ_TIMEOUT_MS": "1000", "GATEWAY_IDLE_TIMEOUT_MS": "60000", "GATEWAY_REQUEST_TIMEOUT_MS": "20000",
+            // Room for the answer below: this is about the write deadline.
+            "GATEWAY_MAX_ANSWER_BYTES": "33554432",
         ])
         do {
             // 16 MiB of answer: far more than the socket buffers hold.

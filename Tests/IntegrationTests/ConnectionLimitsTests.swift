@@ -149,18 +149,64 @@ import Testing
         #expect(posted.status == 404)
         #expect(try await TestHTTPConnection(port: adminPort).request("POST", "/healthz", body: Array("{}".utf8)).status == 405)
 
-        // Its own cap: 64 connections, the next one is refused.
+        // Its own cap: 64 connections. The next one is served, and the
+        // connection idle longest is closed to make room: the first of
+        // them, then the second.
         var adminHeld: [TestHTTPConnection] = []
         for _ in 0..<64 {
             let connection = try TestHTTPConnection(port: adminPort)
             #expect(try await connection.request("GET", "/healthz", contentType: nil).status == 200)
             adminHeld.append(connection)
         }
-        let overAdminCap = try await TestHTTPConnection(port: adminPort).readResponse()
-        #expect(overAdminCap.status == 503)
+        let overAdminCap = try TestHTTPConnection(port: adminPort)
+        #expect(try await overAdminCap.request("GET", "/healthz", contentType: nil).status == 200)
+        #expect(await adminHeld[0].isClosedByPeer())
+        let next = try TestHTTPConnection(port: adminPort)
+        #expect(try await next.request("GET", "/readyz", contentType: nil).status == 200)
+        #expect(await adminHeld[1].isClosedByPeer())
+        // The rest, and the two newcomers, are still served.
+        #expect(try await adminHeld[2].request("GET", "/healthz", contentType: nil).status == 200)
+        #expect(try await overAdminCap.request("GET", "/healthz", contentType: nil).status == 200)
         adminHeld.removeAll()
         await gateway.stop()
         _ = held
+    }
+
+    /// The real process, two loops: more connections than the admin
+    /// listener's cap of 64, silent ones and ones that stop halfway
+    /// through a request's head, cannot fail a probe. Once the listener has
+    /// dealt with all of them (at least the 36 over the cap have heard from
+    /// it: refused with a `503` before, closed to make room now), every
+    /// probe still answers `200`: the connection idle longest makes room.
+    @Test func connectionsOverTheAdminCapCannotFailAProbe() async throws {
+        let gateway = try await GatewayProcess.start(["GATEWAY_ADMIN_LISTEN": "127.0.0.1:0", "GATEWAY_WORKERS": "2"])
+        let line = try #require(await gateway.waitForLine { $0.contains("listening for probes and metrics") })
+        let adminPort = try #require(GatewayProcess.jsonObject(line)?["port"]?.intValue)
+
+        var held: [TestHTTPConnection] = []
+        for _ in 0..<60 { held.append(try TestHTTPConnection(port: adminPort)) }
+        let halfHeads = (0..<40).map { _ in try? TestHTTPConnection(port: adminPort) }.compactMap { $0 }
+        #expect(halfHeads.count == 40)
+        try await TestHTTPConnection.sendAll(halfHeads, Array(repeating: Array("GET /healthz HTTP/1.1\r\nHost: a\r\n".utf8), count: halfHeads.count))
+        held += halfHeads
+        let all = held
+        try await waitForEvent("the admin listener to deal with every connection") {
+            all.filter(\.serverHasActed).count >= 36
+        }
+        #expect(all.filter { !$0.serverHasActed }.count <= 64)
+
+        var statuses: [Int] = []
+        var bodies: [String] = []
+        for path in ["/healthz", "/healthz", "/readyz", "/healthz", "/metrics", "/healthz"] {
+            let response = try await TestHTTP.get(port: adminPort, path: path)
+            statuses.append(response.status)
+            if path == "/healthz" { bodies.append(response.bodyText) }
+        }
+        #expect(statuses == [200, 200, 200, 200, 200, 200])
+        #expect(bodies == Array(repeating: #"{"status":"ok"}"#, count: 4))
+        // The callers' port never noticed.
+        #expect(try await gateway.get("/healthz").status == 200)
+        held.removeAll()
     }
 
     /// Idle sockets cannot take the descriptors upstream calls need: client

@@ -160,6 +160,47 @@ struct KubernetesManifestTests {
         #expect(statuses == [200, 200, 200])
     }
 
+    /// `networkpolicy.yaml`: it selects the gateway pods; callers reach the
+    /// main port (`http`); the admin port (`admin`: probes and metrics)
+    /// only from the namespace named `monitoring`; no rule admits every
+    /// port or every source to it. Each rule's port is the Deployment's
+    /// container port of that name, and kustomization.yaml applies it.
+    @Test func theNetworkPolicyLetsOnlyMonitoringReachTheAdminPort() throws {
+        let policy = try #require(try Self.documents("networkpolicy.yaml").first { $0["kind"]?.stringValue == "NetworkPolicy" })
+        #expect(policy["apiVersion"]?.stringValue == "networking.k8s.io/v1")
+        let spec = try #require(policy["spec"]?.objectValue)
+
+        let deploymentText = try String(contentsOf: Self.manifests.appendingPathComponent("deployment.yaml"), encoding: .utf8)
+            .split(separator: "\n", omittingEmptySubsequences: false).filter { !$0.contains("defaultMode:") }.joined(separator: "\n")
+        let deployment = try #require(try YAMLDocument.jsonValue(ofYAML: deploymentText).objectValue)
+        let template = try #require(deployment["spec"]?["template"]?.objectValue)
+        #expect(spec["podSelector"]?["matchLabels"] == template["metadata"]?["labels"])
+        #expect(spec["policyTypes"] == ["Ingress"])
+        let containers = template["spec"]?["containers"]?.arrayValue ?? []
+        let ports = containers.first { $0["name"]?.stringValue == "gateway" }?["ports"]?.arrayValue ?? []
+        let httpPort = try #require(ports.first { $0["name"]?.stringValue == "http" }?["containerPort"])
+        let adminPort = try #require(ports.first { $0["name"]?.stringValue == "admin" }?["containerPort"])
+
+        let rules = spec["ingress"]?.arrayValue ?? []
+        #expect(rules.count == 2)
+        for rule in rules {
+            // A rule without ports admits every port; one without `from`
+            // admits every source.
+            #expect((rule["ports"]?.arrayValue?.count ?? 0) > 0)
+            #expect((rule["from"]?.arrayValue?.count ?? 0) > 0)
+        }
+        func sources(to port: JSONValue) -> [JSONValue] {
+            rules.filter { rule in (rule["ports"]?.arrayValue ?? []).contains { $0["port"] == port } }
+                .flatMap { $0["from"]?.arrayValue ?? [] }
+        }
+        #expect(sources(to: httpPort) == [["podSelector": [:]]])
+        #expect(sources(to: adminPort) == [["namespaceSelector": ["matchLabels": ["kubernetes.io/metadata.name": "monitoring"]]]])
+        #expect(sources(to: "http").isEmpty && sources(to: "admin").isEmpty)
+
+        let kustomization = try #require(try Self.documents("kustomization.yaml").first)
+        #expect(kustomization["resources"]?.arrayValue?.contains("networkpolicy.yaml") == true)
+    }
+
     // MARK: - Rendering
 
     struct Container {

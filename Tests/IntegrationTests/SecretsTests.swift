@@ -106,4 +106,28 @@ import Testing
         #expect(!result.stderr.contains(shortKey))
         #expect(!result.stderr.contains(Self.keys[0]))
     }
+
+    /// A URL written without `//`, in the variable it belongs to or pasted
+    /// into another: the real process stops with status 2, names the
+    /// variable, and nothing it writes (the start-up summary included)
+    /// holds the secret.
+    @Test(arguments: [
+        ("GATEWAY_REDIS_URL", "redis:PASSWORD-s3cr3t@cache:6379"),
+        ("GATEWAY_REDIS_URL", "redis:user:pass-s3cr3t@cache"),
+        ("ONSIDE_UPSTREAM_URL", "https:TOKEN-s3cr3t@products.example"),
+        ("ONSIDE_UPSTREAM_URL", "tokens3cr3t:x@products.example"),
+        ("GATEWAY_LISTEN", "redis:PASSWORD-s3cr3t@127.0.0.1:6379"),
+        ("GATEWAY_ADMIN_LISTEN", "https:TOKEN-s3cr3t@127.0.0.1"),
+        ("GATEWAY_MAX_IDS", "redis:PASSWORD-s3cr3t@cache:6379"),
+    ])
+    func aURLWithoutSlashesStopsStartUpWithoutItsSecret(variable: String, url: String) async throws {
+        var environment = [variable: url]
+        if variable == "ONSIDE_UPSTREAM_URL" { environment["ONSIDE_APP_ID"] = "demo" }
+        if variable != "GATEWAY_LISTEN" { environment["GATEWAY_LISTEN"] = "127.0.0.1:0" }
+        let result = try await GatewayProcess.run(environment)
+        #expect(result.status == 2)
+        #expect(result.stderr.contains("invalid \(variable) "), "\(result.stderr)")
+        #expect(!result.stderr.contains("s3cr3t"), "\(result.stderr)")
+        #expect(!result.stdout.contains("s3cr3t"))
+    }
 }

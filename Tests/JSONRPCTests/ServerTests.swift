@@ -30,6 +30,23 @@ struct ServerTests {
         #expect(await server.replyText(to: "[\(call),\(call)]", context: "") == "[\(result),\(result)]")
     }
 
+    @Test("an answer over the answer limit is one error object with the call's id (null for a batch) that gives the limit")
+    func answerLimit() async {
+        let server = JSONRPCServer<String>(maxBatchSize: 10, methods: [
+            "echo": { request, _ in .success(request.params?.jsonValue ?? .null) },
+        ], maxAnswerBytes: 73)
+        // {"jsonrpc":"2.0","result":["aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"],"id":7}: exactly 73 bytes.
+        let fits = #"{"jsonrpc":"2.0","method":"echo","params":["\#(String(repeating: "a", count: 35))"],"id":7}"#
+        #expect(await server.replyText(to: fits, context: "")
+            == #"{"jsonrpc":"2.0","result":["\#(String(repeating: "a", count: 35))"],"id":7}"#)
+        let over = #"{"jsonrpc":"2.0","method":"echo","params":["\#(String(repeating: "a", count: 36))"],"id":7}"#
+        #expect(await server.replyText(to: over, context: "")
+            == #"{"jsonrpc":"2.0","error":{"code":-32600,"message":"Invalid request: the answer would be 74 bytes, over the limit of 73; ask for fewer identifiers, or send fewer requests in one batch"},"id":7}"#)
+        let small = #"{"jsonrpc":"2.0","method":"echo","params":["a"],"id":1}"#
+        #expect(await server.replyText(to: "[\(small),\(small),\(small)]", context: "")
+            == #"{"jsonrpc":"2.0","error":{"code":-32600,"message":"Invalid request: the answer would be 121 bytes, over the limit of 73; ask for fewer identifiers, or send fewer requests in one batch"},"id":null}"#)
+    }
+
     @Test("the batch limit counts elements, not requests answered")
     func batchLimitCountsNotifications() async {
         let server = methods.server(maxBatchSize: 1)

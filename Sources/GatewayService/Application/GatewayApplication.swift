@@ -130,6 +130,7 @@ public final class GatewayApplication: Service {
             methods: ["rpc.discover": OpenRPCDocument.discoverMethod()],
             immediateMethods: Self.productsFetchMethods(service: service).immediate,
             fastMethods: Self.productsFetchMethods(service: service).fast,
+            maxAnswerBytes: configuration.maxAnswerBytes,
             observer: Self.callObserver(metrics: metrics)
         )
         let readiness = ReadinessState()
@@ -154,7 +155,7 @@ public final class GatewayApplication: Service {
                 // An answer has as long to be read as a request to arrive.
                 writeTimeout: .milliseconds(configuration.readTimeoutMS),
                 maxConnections: descriptors.maxConnections
-            ),
+            ).withUnwrittenBytesBounded(byAnswersOf: configuration.maxAnswerBytes),
             admin: configuration.adminListen,
             logger: logger,
             handler: handler,

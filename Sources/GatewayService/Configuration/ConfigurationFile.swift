@@ -32,7 +32,7 @@ enum ConfigurationFile {
             if count == 0 { return bytes }
             bytes.append(contentsOf: chunk[..<count])
             guard bytes.count <= maxBytes else {
-                throw ConfigurationError(variable: variable.rawValue, message: "file '\(path)' is larger than \(maxBytes) bytes")
+                throw ConfigurationError(variable: variable.rawValue, message: "file '\(URLRedaction.redactingUserinfo(path))' is larger than \(maxBytes) bytes")
             }
         }
     }
@@ -47,7 +47,7 @@ enum ConfigurationFile {
     /// `cannot read file 'P': Permission denied (mode 0600, owner uid 0;
     /// the gateway runs as uid 10001 ...)`.
     static func failure(_ path: String, _ code: Int32, _ variable: ConfigurationVariable) -> ConfigurationError {
-        var message = "cannot read file '\(path)': \(String(cString: strerror(code)))"
+        var message = "cannot read file '\(URLRedaction.redactingUserinfo(path))': \(String(cString: strerror(code)))"
         if code == EACCES {
             var status = stat()
             if stat(path, &status) == 0 {

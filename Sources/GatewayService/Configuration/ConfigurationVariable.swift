@@ -9,7 +9,7 @@ import ProductsDomain
 public enum ConfigurationVariable: CaseIterable, Hashable, Sendable {
     case listen, adminListen, workers
     case upstreamURL, appID, apiToken, apiTokenFile, caFile, catalog, defaultCountry
-    case maxIDs, maxBatch, batchConcurrency, maxBodyBytes
+    case maxIDs, maxBatch, batchConcurrency, maxBodyBytes, maxAnswerBytes
     case requestTimeoutMS, readTimeoutMS, idleTimeoutMS, maxConnections
     case apiKeys, apiKeysFile
     case upstreamTimeoutMS, upstreamMaxIDs, mergeWindowUS, upstreamConcurrency, upstreamRetries, upstreamMaxBodyBytes
@@ -78,6 +78,10 @@ public enum ConfigurationVariable: CaseIterable, Hashable, Sendable {
             "GATEWAY_MAX_BODY_BYTES", flag: "max-body-bytes", default: .value("65536"), allowed: .integer(256...(64 << 20)),
             shown: .value { "\($0.maxBodyBytes)" },
             "Largest request body, in bytes.")
+        case .maxAnswerBytes: GatewaySetting(
+            "GATEWAY_MAX_ANSWER_BYTES", flag: "max-answer-bytes", default: .value("8388608"), allowed: .integer((128 << 10)...(1 << 30)),
+            shown: .value { "\($0.maxAnswerBytes)" },
+            "Largest answer to one request, in bytes; a larger one is replaced by one -32600 error object that gives the limit.")
         case .requestTimeoutMS: GatewaySetting(
             "GATEWAY_REQUEST_TIMEOUT_MS", flag: "request-timeout-ms", default: .value("5000"), allowed: .integer(1...600_000),
             shown: .value { "\($0.requestTimeoutMS)" },

@@ -37,6 +37,9 @@ public struct GatewayConfiguration: Sendable {
     /// `GATEWAY_BATCH_CONCURRENCY`: batches answered at once (``BatchTurns``).
     public var batchConcurrency: Int
     public var maxBodyBytes: Int
+    /// `GATEWAY_MAX_ANSWER_BYTES`: the largest answer to one request
+    /// (``JSONRPCServer/maxAnswerBytes``).
+    public var maxAnswerBytes: Int
     public var requestTimeoutMS: Int
     /// `GATEWAY_READ_TIMEOUT_MS`: from a request's first byte to its last.
     public var readTimeoutMS: Int
@@ -103,7 +106,7 @@ public struct GatewayConfiguration: Sendable {
         let defaultCountry: CountryCode?
         if let text = source.string(.defaultCountry) {
             guard let code = CountryCode(text) else {
-                throw ConfigurationError(variable: ConfigurationVariable.defaultCountry.rawValue, message: "'\(text)' is not an assigned ISO 3166-1 alpha-2 country code")
+                throw ConfigurationError(variable: ConfigurationVariable.defaultCountry.rawValue, message: "'\(URLRedaction.quoted(text, limit: 40))' is not an assigned ISO 3166-1 alpha-2 country code")
             }
             defaultCountry = code
         } else {
@@ -124,6 +127,7 @@ public struct GatewayConfiguration: Sendable {
             maxBatch: try source.integer(.maxBatch),
             batchConcurrency: try source.integer(.batchConcurrency),
             maxBodyBytes: try source.integer(.maxBodyBytes),
+            maxAnswerBytes: try source.integer(.maxAnswerBytes),
             requestTimeoutMS: try source.integer(.requestTimeoutMS),
             readTimeoutMS: try source.integer(.readTimeoutMS),
             idleTimeoutMS: try source.integer(.idleTimeoutMS),
@@ -182,7 +186,7 @@ private struct SettingSource {
     func refusePlaceholders() throws(ConfigurationError) {
         for variable in ConfigurationVariable.allCases {
             guard let value = string(variable), value.hasPrefix("<"), value.hasSuffix(">") else { continue }
-            let shown = variable.isSecret ? "" : " '\(value.prefix(80))'"
+            let shown = variable.isSecret ? "" : " '\(URLRedaction.quoted(value, limit: 80))'"
             throw fail(variable, "still holds the placeholder\(shown) of the example configuration; set your own value")
         }
     }
@@ -200,7 +204,7 @@ private struct SettingSource {
         }
         guard let text = stringOrDefault(variable) else { preconditionFailure("\(setting.name) has no default value") }
         guard let value = Int(text), range.contains(value) else {
-            throw fail(variable, "expected an integer from \(range.lowerBound) to \(range.upperBound), got '\(text.prefix(40))'")
+            throw fail(variable, "expected an integer from \(range.lowerBound) to \(range.upperBound), got '\(URLRedaction.quoted(text, limit: 40))'")
         }
         return value
     }
@@ -211,7 +215,7 @@ private struct SettingSource {
         guard case .oneOf(let choices) = setting.allowed else { preconditionFailure("\(setting.name) is not a choice") }
         guard let text = stringOrDefault(variable) else { preconditionFailure("\(setting.name) has no default value") }
         guard choices.contains(text.lowercased()) else {
-            throw fail(variable, "expected one of \(choices.joined(separator: ", ")), got '\(text.prefix(40))'")
+            throw fail(variable, "expected one of \(choices.joined(separator: ", ")), got '\(URLRedaction.quoted(text, limit: 40))'")
         }
         return text.lowercased()
     }
@@ -231,30 +235,39 @@ private struct SettingSource {
     /// `host:port` or `[ipv6]:port`, given or the table's default.
     func listenAddress(_ variable: ConfigurationVariable) throws(ConfigurationError) -> (String, Int) {
         guard let text = stringOrDefault(variable) else { preconditionFailure("\(variable.rawValue) is unset and has no default") }
+        let shown = URLRedaction.quoted(text, limit: 60)
+        // No host to bind holds an `@`: such a value is a URL pasted into
+        // the wrong variable, and what precedes the `@` may be a password
+        // (`redis:PASSWORD@host:6379` would otherwise pass as a host name
+        // and be logged whole, and quoted again when it fails to resolve).
+        guard !text.contains("@") else {
+            throw fail(variable, "expected host:port or [ipv6]:port, got '\(shown)'")
+        }
         let host: Substring
         let portText: Substring
         if text.hasPrefix("[") {
             guard let close = text.firstIndex(of: "]"), text[text.index(after: close)...].hasPrefix(":") else {
-                throw fail(variable, "expected host:port or [ipv6]:port, got '\(text.prefix(60))'")
+                throw fail(variable, "expected host:port or [ipv6]:port, got '\(shown)'")
             }
             host = text[text.index(after: text.startIndex)..<close]
             portText = text[text.index(close, offsetBy: 2)...]
         } else {
             guard let colon = text.lastIndex(of: ":") else {
-                throw fail(variable, "expected host:port, got '\(text.prefix(60))'")
+                throw fail(variable, "expected host:port, got '\(shown)'")
             }
             host = text[..<colon]
             portText = text[text.index(after: colon)...]
         }
-        guard !host.isEmpty else { throw fail(variable, "the host is empty in '\(text.prefix(60))'") }
+        guard !host.isEmpty else { throw fail(variable, "the host is empty in '\(shown)'") }
         guard let port = Int(portText), (0...65535).contains(port) else {
-            throw fail(variable, "the port must be 0 to 65535, got '\(portText.prefix(20))'")
+            throw fail(variable, "the port must be 0 to 65535, got '\(URLRedaction.quoted(portText, limit: 20))'")
         }
         return (String(host), port)
     }
 
     func upstream() throws(ConfigurationError) -> GatewayConfiguration.Upstream? {
         guard let text = string(.upstreamURL) else { return nil }
+        let shown = URLRedaction.quoted(text, limit: 100)
         // Any `@` after the `//` is taken for credentials, even where a URL
         // parser would see a path (`https://user:1/pa@ss`): refused, and the
         // URL is not quoted.
@@ -262,13 +275,15 @@ private struct SettingSource {
             throw fail(.upstreamURL, "credentials in the URL are not allowed; use ONSIDE_API_TOKEN or ONSIDE_API_TOKEN_FILE")
         }
         guard let components = URLComponents(string: text), let scheme = components.scheme?.lowercased() else {
-            throw fail(.upstreamURL, "expected https://host[:port][/base], got '\(URLRedaction.redactingUserinfo(text).prefix(100))'")
+            throw fail(.upstreamURL, "expected https://host[:port][/base], got '\(shown)'")
         }
+        // The value is quoted redacted, not its scheme: without `//`
+        // (`TOKEN:secret@host`) a URL parser reads the token as the scheme.
         guard scheme == "https" else {
-            throw fail(.upstreamURL, "only https:// is allowed (the upstream is reached over verified TLS), got '\(scheme)://'")
+            throw fail(.upstreamURL, "only https:// is allowed (the upstream is reached over verified TLS), got '\(shown)'")
         }
         guard let host = components.host, !host.isEmpty else {
-            throw fail(.upstreamURL, "the URL has no host: '\(URLRedaction.redactingUserinfo(text).prefix(100))'")
+            throw fail(.upstreamURL, "the URL has no host: '\(shown)'")
         }
         guard components.user == nil, components.password == nil else {
             throw fail(.upstreamURL, "credentials in the URL are not allowed; use ONSIDE_API_TOKEN or ONSIDE_API_TOKEN_FILE")
@@ -307,7 +322,7 @@ private struct SettingSource {
     /// A file's text, UTF-8.
     func fileText(_ path: String, _ variable: ConfigurationVariable) throws(ConfigurationError) -> String {
         let bytes = try ConfigurationFile.read(path, for: variable)
-        guard let text = String(validating: bytes, as: UTF8.self) else { throw fail(variable, "file '\(path)' is not UTF-8 text") }
+        guard let text = String(validating: bytes, as: UTF8.self) else { throw fail(variable, "file '\(URLRedaction.redactingUserinfo(path))' is not UTF-8 text") }
         return text
     }
 
@@ -319,8 +334,8 @@ private struct SettingSource {
         if direct != nil { throw fail(file, "set either \(value.rawValue) or \(file.rawValue), not both") }
         let text = try fileText(path, file)
         let secret = text.trimmingCharacters(in: .whitespacesAndNewlines)
-        guard !secret.isEmpty else { throw fail(file, "file '\(path)' is empty") }
-        guard !secret.contains(where: { $0.isNewline }) else { throw fail(file, "file '\(path)' must hold one line") }
+        guard !secret.isEmpty else { throw fail(file, "file '\(URLRedaction.redactingUserinfo(path))' is empty") }
+        guard !secret.contains(where: { $0.isNewline }) else { throw fail(file, "file '\(URLRedaction.redactingUserinfo(path))' must hold one line") }
         return secret
     }
 
@@ -335,7 +350,7 @@ private struct SettingSource {
             if string(.redisPasswordFile) != nil { throw fail(.redisPasswordFile, "is only used with GATEWAY_REDIS_URL") }
             return nil
         }
-        let shown = URLRedaction.redactingUserinfo(text).prefix(100)
+        let shown = URLRedaction.quoted(text, limit: 100)
         // The userinfo is split off at the last `@` before the URL is
         // parsed, so a password holding `/`, `?` or `#` is read whole, and
         // nothing after this quotes any of it.
@@ -343,8 +358,9 @@ private struct SettingSource {
         guard let components = URLComponents(string: withoutUserinfo), let scheme = components.scheme?.lowercased() else {
             throw fail(.redisURL, "expected redis://[:password@]host[:port][/db], got '\(shown)'")
         }
+        // The value is quoted redacted, not its scheme (see `upstream()`).
         guard scheme == "redis" else {
-            throw fail(.redisURL, "only redis:// is supported (keep the Redis on a private network), got '\(scheme)://'")
+            throw fail(.redisURL, "only redis:// is supported (keep the Redis on a private network), got '\(shown)'")
         }
         guard let host = components.host, !host.isEmpty else { throw fail(.redisURL, "the URL has no host: '\(shown)'") }
         var urlPassword: String?
@@ -371,7 +387,7 @@ private struct SettingSource {
             database = 0
         } else {
             guard let number = Int(path), (0...15_999).contains(number) else {
-                throw fail(.redisURL, "the path must be a database number, got '/\(path.prefix(20))'")
+                throw fail(.redisURL, "the path must be a database number, got '/\(URLRedaction.quoted(path, limit: 20))'")
             }
             database = number
         }
@@ -383,8 +399,8 @@ private struct SettingSource {
             // One trailing newline, as `echo` and Kubernetes Secrets write it.
             // ("\r\n" is one Character in Swift.)
             if secret.last == "\n" || secret.last == "\r\n" { secret.removeLast() }
-            guard !secret.isEmpty else { throw fail(.redisPasswordFile, "file '\(path)' is empty") }
-            guard !secret.contains(where: { $0.isNewline }) else { throw fail(.redisPasswordFile, "file '\(path)' must hold one line") }
+            guard !secret.isEmpty else { throw fail(.redisPasswordFile, "file '\(URLRedaction.redactingUserinfo(path))' is empty") }
+            guard !secret.contains(where: { $0.isNewline }) else { throw fail(.redisPasswordFile, "file '\(URLRedaction.redactingUserinfo(path))' must hold one line") }
             password = String(secret)
         }
         return GatewayConfiguration.Redis(host: host, port: port, password: password, database: database, timeoutMS: timeoutMS, prefix: prefix)
@@ -417,8 +433,20 @@ private struct SettingSource {
     }
 }
 
-/// Keeps credentials out of messages about URLs.
+/// Keeps credentials out of messages about URLs, and out of every message
+/// that quotes a configuration value: a URL pasted into another variable
+/// (`GATEWAY_MAX_IDS`, `GATEWAY_ADMIN_LISTEN`, a file path) carries its
+/// password just the same.
 enum URLRedaction {
+    /// `text` as a message may quote it: its userinfo redacted
+    /// (``redactingUserinfo(_:)``, in every form: `redis://:pw@host`,
+    /// `redis:pw@host`, `https:user:token@host`), then cut to `limit`
+    /// characters. Redacted first, so a cut cannot leave half a password
+    /// behind a missing `@`.
+    static func quoted(_ text: some StringProtocol, limit: Int) -> String {
+        String(redactingUserinfo(String(text)).prefix(limit))
+    }
+
     /// `text` with everything between `//` and the last `@` replaced by
     /// `***` (everything before the last `@` when there is no `//` before
     /// it): a message about a URL must not carry the `user:password@`

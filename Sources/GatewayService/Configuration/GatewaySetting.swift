@@ -102,7 +102,8 @@ public struct GatewaySetting: Sendable {
     /// How the start-up summary shows a setting. The secret cases never
     /// hand the value to the summary: only whether it is set.
     public enum Shown: Sendable {
-        /// The effective value.
+        /// The effective value, with anything that reads as a URL's
+        /// userinfo redacted (a path or an app id holding `user:pw@`).
         case value(@Sendable (GatewayConfiguration) -> String)
         /// A secret: `<redacted>` when set, else `<unset>`.
         case secret(isSet: @Sendable (GatewayConfiguration) -> Bool)
@@ -134,7 +135,9 @@ public struct GatewaySetting: Sendable {
         /// The summary's text for `configuration`; nil for no line.
         func text(for configuration: GatewayConfiguration) -> String? {
             switch self {
-            case .value(let text), .redacted(let text):
+            case .value(let text):
+                return URLRedaction.redactingUserinfo(text(configuration))
+            case .redacted(let text):
                 return text(configuration)
             case .secret(let isSet):
                 return isSet(configuration) ? "<redacted>" : "<unset>"

@@ -11,12 +11,17 @@ final class HTTPFront: Sendable {
     private let server: HTTPServer
     /// `GATEWAY_ADMIN_LISTEN`'s listener: probes and metrics only, with a
     /// cap of its own, so callers filling `GATEWAY_MAX_CONNECTIONS` never
-    /// fail a probe. It serves until the end: `/readyz` answers `503` there
-    /// while the front drains.
+    /// fail a probe; and when its own cap is full, a new connection takes
+    /// the place of the one idle longest, so connections to it cannot fail
+    /// a probe either. It serves until the end: `/readyz` answers `503`
+    /// there while the front drains.
     private let admin: HTTPServer?
 
     /// The admin listener's connection cap.
     static let adminMaxConnections = 64
+
+    /// The least bound on answers held for clients that have not read them.
+    static let maxUnwrittenBytes = 64 << 20
 
     private let handler: GatewayHTTPHandler
     private let readiness: ReadinessState
@@ -30,6 +35,9 @@ final class HTTPFront: Sendable {
             adminConfiguration.host = address.host
             adminConfiguration.port = address.port
             adminConfiguration.maxConnections = Self.adminMaxConnections
+            // A probe must get in whatever the other connections do: the
+            // one idle longest makes room.
+            adminConfiguration.whenFull = .closeIdlest
             return HTTPServer(group: group, configuration: adminConfiguration, logger: logger, problemResponder: GatewayHTTPHandler.framingProblem) { request, responder in
                 handler.handleAdmin(request, responder: responder)
             }
@@ -100,4 +108,19 @@ struct HTTPFrontBindError: Error {
     /// The admin listener (`GATEWAY_ADMIN_LISTEN`), else the main one.
     let isAdmin: Bool
     let error: TransportError
+}
+
+extension HTTPServerConfiguration {
+    /// The bound on answers held for clients that have not read them
+    /// (``HTTPServerConfiguration/maxUnwrittenBytes``): 64 MiB, or two of
+    /// the largest answers when `GATEWAY_MAX_ANSWER_BYTES` is raised past
+    /// 32 MiB, so that one answer of the largest size can always wait for
+    /// its reader. 64 MiB leaves the 256 MiB of the manifests room for the
+    /// rest of the process (the caches, the loops, Redis and upstream
+    /// buffers) whatever Redis holds and however slowly clients read.
+    func withUnwrittenBytesBounded(byAnswersOf maxAnswerBytes: Int) -> HTTPServerConfiguration {
+        var configuration = self
+        configuration.maxUnwrittenBytes = max(HTTPFront.maxUnwrittenBytes, 2 * maxAnswerBytes)
+        return configuration
+    }
 }

@@ -2,6 +2,7 @@ import GatewayMetrics
 import MemoryTier
 import RedisTier
 import EventTransport
+import JSONRPC
 import ProductsDomain
 
 /// Maps one upstream exchange to the contract's error table, in one place.
@@ -36,7 +37,13 @@ enum UpstreamResponseClassifier {
         switch status {
         case 200:
             do {
-                let products = try UpstreamProductsPage.encodedProducts(of: response.body)
+                var products = try UpstreamProductsPage.encodedProducts(of: response.body)
+                // A product over the cap is left out: its identifier is
+                // then one the upstream did not answer, which the contract
+                // reports as invalid (and it is cached and shared so).
+                if products.values.contains(where: { $0.bytes.count > ProductAnswer.maxProductBytes }) {
+                    products = products.filter { $0.value.bytes.count <= ProductAnswer.maxProductBytes }
+                }
                 let cacheControl = response.headers.values("Cache-Control")
                 let stale = StaleAnswerDirectives.parse(cacheControl)
                 return .success(SourcePage(

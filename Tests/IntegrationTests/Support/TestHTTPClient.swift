@@ -144,6 +144,16 @@ final class TestHTTPConnection: @unchecked Sendable {
         }) ?? (0, .timedOut)
     }
 
+    /// Without waiting: true once the server has written to the
+    /// connection or closed it (a byte or the end of stream is there to
+    /// read), false while it is open and has said nothing. Reads nothing.
+    var serverHasActed: Bool {
+        if !buffer.isEmpty { return true }
+        var byte: UInt8 = 0
+        let count = recv(fd, &byte, 1, Int32(MSG_PEEK) | Int32(MSG_DONTWAIT))
+        return count >= 0 || (errno != EAGAIN && errno != EWOULDBLOCK)
+    }
+
     /// True when the server has closed the connection (reads end of stream).
     func isClosedByPeer() async -> Bool {
         (try? await onThread { () -> Bool in
