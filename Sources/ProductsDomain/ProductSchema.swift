@@ -42,10 +42,7 @@ package enum ProductSchema {
     private static let units: [StaticString] = ["day", "week", "month", "year"]
 
     private static func product(_ scanner: inout JSONScanner, identifier: String) throws(JSONScanner.Refusal) {
-        try scanner.beginObject()
-        var seen: UInt32 = 0
-        while let name = try scanner.nextMember() {
-            let index = try member(name, of: productMembers, seen: &seen, in: &scanner)
+        try object(productMembers, in: &scanner) { (index, scanner) throws(JSONScanner.Refusal) in
             switch index {
             case 0:
                 let token = try scanner.string()
@@ -62,14 +59,11 @@ package enum ProductSchema {
                 if try !null(&scanner) { try offer(&scanner) }
             }
         }
-        try all(of: productMembers, seen: seen)
     }
 
     private static func money(_ scanner: inout JSONScanner) throws(JSONScanner.Refusal) {
-        try scanner.beginObject()
-        var seen: UInt32 = 0
-        while let name = try scanner.nextMember() {
-            if try member(name, of: moneyMembers, seen: &seen, in: &scanner) == 0 {
+        try object(moneyMembers, in: &scanner) { (index, scanner) throws(JSONScanner.Refusal) in
+            if index == 0 {
                 guard try scanner.peek() == .number else { throw JSONScanner.Refusal() }
                 try scanner.skipValue()
             } else {
@@ -80,34 +74,39 @@ package enum ProductSchema {
                 guard fits else { throw JSONScanner.Refusal() }
             }
         }
-        try all(of: moneyMembers, seen: seen)
     }
 
     private static func period(_ scanner: inout JSONScanner) throws(JSONScanner.Refusal) {
-        try scanner.beginObject()
-        var seen: UInt32 = 0
-        while let name = try scanner.nextMember() {
-            if try member(name, of: periodMembers, seen: &seen, in: &scanner) == 0 {
+        try object(periodMembers, in: &scanner) { (index, scanner) throws(JSONScanner.Refusal) in
+            if index == 0 {
                 let token = try scanner.string()
                 guard scanner.index(of: token, in: units) != nil else { throw JSONScanner.Refusal() }
             } else {
                 try positiveInteger(&scanner)
             }
         }
-        try all(of: periodMembers, seen: seen)
     }
 
     private static func offer(_ scanner: inout JSONScanner) throws(JSONScanner.Refusal) {
+        try object(offerMembers, in: &scanner) { (index, scanner) throws(JSONScanner.Refusal) in
+            if index == 0 { try money(&scanner) } else { try period(&scanner) }
+        }
+    }
+
+    /// Reads an object of exactly `members`, each once, in any order:
+    /// `value` reads member `index`'s value.
+    private static func object(
+        _ members: [StaticString], in scanner: inout JSONScanner,
+        _ value: (Int, inout JSONScanner) throws(JSONScanner.Refusal) -> Void
+    ) throws(JSONScanner.Refusal) {
         try scanner.beginObject()
         var seen: UInt32 = 0
         while let name = try scanner.nextMember() {
-            if try member(name, of: offerMembers, seen: &seen, in: &scanner) == 0 {
-                try money(&scanner)
-            } else {
-                try period(&scanner)
-            }
+            guard let index = scanner.index(of: name, in: members), seen & (1 << index) == 0 else { throw JSONScanner.Refusal() }
+            seen |= 1 << index
+            try value(index, &scanner)
         }
-        try all(of: offerMembers, seen: seen)
+        guard seen == (1 << members.count) - 1 else { throw JSONScanner.Refusal() }
     }
 
     /// `1` to `999999999`: digits only, no sign, fraction, exponent or
@@ -129,17 +128,5 @@ package enum ProductSchema {
         guard try scanner.peek() == .null else { return false }
         try scanner.skipValue()
         return true
-    }
-
-    /// The index of member `name` among `members`, marked seen; refused
-    /// when unknown or seen before.
-    private static func member(_ name: JSONScanner.StringToken, of members: [StaticString], seen: inout UInt32, in scanner: inout JSONScanner) throws(JSONScanner.Refusal) -> Int {
-        guard let index = scanner.index(of: name, in: members), seen & (1 << index) == 0 else { throw JSONScanner.Refusal() }
-        seen |= 1 << index
-        return index
-    }
-
-    private static func all(of members: [StaticString], seen: UInt32) throws(JSONScanner.Refusal) {
-        guard seen == (1 << members.count) - 1 else { throw JSONScanner.Refusal() }
     }
 }

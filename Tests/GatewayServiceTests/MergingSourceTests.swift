@@ -162,19 +162,24 @@ final class MergingSourceTests {
         #expect(base.requests.count == 4)
     }
 
+    /// Two fetches started in one loop job, so merged: `premium_monthly`
+    /// (request `r1`, recorded as "first") and `coins_100` (`r2`, "second").
+    func startTwo(on source: MergingSource, outcomes: Outcomes) {
+        let loop = self.loop
+        loop.execute {
+            source.fetch(Self.request(["premium_monthly"], id: "r1"), on: loop, completion: outcomes.record("first"))
+            source.fetch(Self.request(["coins_100"], id: "r2"), on: loop, completion: outcomes.record("second"))
+        }
+    }
+
     /// A merged call the upstream is slow on is hedged: each fetch in it is
     /// asked again apart, and each takes the first answer, once. One slow
     /// identifier then delays the others by the hedge's wait, not by its
     /// own slowness.
     @Test func aSlowMergedCallIsHedgedAndEachFetchTakesTheFirstAnswer() async throws {
         let base = HeldSource()
-        let source = MergingSource(base: base, loops: [loop], maxIdentifiers: 50, window: .zero, hedgeAfter: .milliseconds(20))
-        let loop = self.loop
         let outcomes = Outcomes()
-        loop.execute {
-            source.fetch(Self.request(["premium_monthly"], id: "r1"), on: loop, completion: outcomes.record("first"))
-            source.fetch(Self.request(["coins_100"], id: "r2"), on: loop, completion: outcomes.record("second"))
-        }
+        startTwo(on: MergingSource(base: base, loops: [loop], maxIdentifiers: 50, window: .zero, hedgeAfter: .milliseconds(20)), outcomes: outcomes)
         // The merged call, then (unanswered) each fetch again, apart.
         try await base.waitForRequests(3)
         #expect(base.requests.map(\.identifiers) == [["premium_monthly", "coins_100"], ["premium_monthly"], ["coins_100"]])
@@ -196,13 +201,8 @@ final class MergingSourceTests {
     /// own call may still succeed, and does here.
     @Test func aHedgedFetchOutlivesTheMergedCallsFailure() async throws {
         let base = HeldSource()
-        let source = MergingSource(base: base, loops: [loop], maxIdentifiers: 50, window: .zero, hedgeAfter: .milliseconds(20))
-        let loop = self.loop
         let outcomes = Outcomes()
-        loop.execute {
-            source.fetch(Self.request(["premium_monthly"], id: "r1"), on: loop, completion: outcomes.record("first"))
-            source.fetch(Self.request(["coins_100"], id: "r2"), on: loop, completion: outcomes.record("second"))
-        }
+        startTwo(on: MergingSource(base: base, loops: [loop], maxIdentifiers: 50, window: .zero, hedgeAfter: .milliseconds(20)), outcomes: outcomes)
         try await base.waitForRequests(3)
         base.answer(0, .failure(.connectionError(detail: "timed out")))
         base.answerFromCatalog(1)
@@ -214,13 +214,8 @@ final class MergingSourceTests {
 
     @Test func anyOtherFailureReachesEveryFetchOnce() async throws {
         let base = HeldSource()
-        let source = MergingSource(base: base, loops: [loop], maxIdentifiers: 50, window: .zero)
-        let loop = self.loop
         let outcomes = Outcomes()
-        loop.execute {
-            source.fetch(Self.request(["premium_monthly"], id: "r1"), on: loop, completion: outcomes.record("first"))
-            source.fetch(Self.request(["coins_100"], id: "r2"), on: loop, completion: outcomes.record("second"))
-        }
+        startTwo(on: MergingSource(base: base, loops: [loop], maxIdentifiers: 50, window: .zero), outcomes: outcomes)
         try await base.waitForRequests(1)
         let failure = ProductsFetchFailure.serviceUnavailable(upstreamStatus: 503, retryAfterSeconds: 2)
         base.answer(0, .failure(failure))

@@ -9,17 +9,22 @@ struct EncodedResultTests {
     static let countries = ["DE", "FR", "US", "GB", "JP", "CH", "AT"].map { CountryCode($0)! }
     static let languages: [LanguageTag?] = [nil, LanguageTag("en"), LanguageTag("de-DE"), LanguageTag("fr"), LanguageTag("ja")]
 
+    /// Every sample product in every country and language of these tests
+    /// (each priced product once per pair).
+    static func forEachSampleProduct(_ body: (Product, String, String) -> Void) {
+        for country in countries {
+            for language in languages {
+                let page = Catalog.sample.page(ids: Catalog.sample.productIdentifiers, country: country, language: language)
+                for item in page.items { body(Product(item), item.id, "\(item.id) \(country) \(language?.text ?? "-")") }
+            }
+        }
+    }
+
     @Test func everySampleProductEncodesAsItsTree() {
         var compared = 0
-        for country in Self.countries {
-            for language in Self.languages {
-                let page = Catalog.sample.page(ids: Catalog.sample.productIdentifiers, country: country, language: language)
-                for item in page.items {
-                    let product = Product(item)
-                    #expect(product.encoded.bytes == product.jsonValue.serialized(), "\(item.id) \(country) \(language?.text ?? "-")")
-                    compared += 1
-                }
-            }
+        Self.forEachSampleProduct { product, _, label in
+            #expect(product.encoded.bytes == product.jsonValue.serialized(), "\(label)")
+            compared += 1
         }
         // Every product is priced somewhere, so each was compared at least once.
         #expect(compared >= Catalog.sample.productIdentifiers.count)
