@@ -5,15 +5,20 @@ import Synchronization
 
 /// Turns for batch requests (`GATEWAY_BATCH_CONCURRENCY`): at most that
 /// many batches are being answered at once in the process, each from its
-/// start to its answer's last byte written to the client; more wait their
+/// start until its answer is handed to its connection; more wait their
 /// turn, first come first served.
 ///
 /// A batch's answer can be `GATEWAY_MAX_BATCH` × `GATEWAY_MAX_IDS` products
-/// (about 1.7 MB at the defaults, from a 27 KB body), and it is held until
-/// the client has read it. Without turns, memory grew with the connections
-/// sending batches (200 connections of such batches: 339 MB); with them it
-/// grows with this setting. Single calls do not take turns: their answer is
-/// bounded by `GATEWAY_MAX_IDS` products.
+/// (about 1.7 MB at the defaults, from a 27 KB body), and its calls' results
+/// are held while it is made. Without turns, memory grew with the
+/// connections sending batches (200 connections of such batches: 339 MB);
+/// with them it grows with this setting. Once handed to the connection, an
+/// answer no longer needs a turn: the bytes of answers waiting for slow
+/// readers are bounded in total by the front (past the bound, the
+/// connection holding the most is reset), so a client that never reads
+/// holds no turn (16 such clients held every turn for a write deadline each
+/// when a turn lasted until the last byte was written). Single calls do not
+/// take turns: their answer is bounded by `GATEWAY_MAX_IDS` products.
 ///
 /// Waiting is bounded as well: at most 4 × `GATEWAY_BATCH_CONCURRENCY`
 /// batches wait (one more is told the queue is full, `503`), each holding
@@ -22,10 +27,9 @@ import Synchronization
 /// batch whose task is cancelled (its connection closed) leaves the queue
 /// at once, freeing its place.
 final class BatchTurns: Sendable {
-    /// A batch's turn. It ends when its last reference goes: the
-    /// connection keeps it with the answer until the answer is written or
-    /// the connection closes (``HTTPResponse/heldUntilWritten``), so no
-    /// path can forget to end it, nor end it twice.
+    /// A batch's turn. It ends when its last reference goes (the batch's
+    /// answer handed over, or the batch given up), so no path can forget to
+    /// end it, nor end it twice.
     final class Turn: Sendable {
         private let turns: BatchTurns
 

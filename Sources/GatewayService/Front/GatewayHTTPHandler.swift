@@ -120,7 +120,7 @@ final class GatewayHTTPHandler: Sendable {
             responder.send { [self, headers] in
                 defer { calls.leave() }
                 // A batch is answered in its turn, and keeps it until its
-                // answer is written (GATEWAY_BATCH_CONCURRENCY, BatchTurns).
+                // answer is made (GATEWAY_BATCH_CONCURRENCY, BatchTurns).
                 // It waits as its bytes (parsed when the turn comes), in a
                 // queue of at most 4 x GATEWAY_BATCH_CONCURRENCY, until its
                 // calls' deadline at most: then it is answered without a
@@ -148,9 +148,11 @@ final class GatewayHTTPHandler: Sendable {
                         return Self.problem(503, "the connection was closed while the batch waited for its turn; it left the queue unanswered", headers: gone)
                     }
                 }
-                var response = Self.response(await pending.finish(), headers: headers)
-                response.heldUntilWritten = turn
-                return response
+                // The turn ends with this closure, as the answer is handed
+                // to the connection: what waits for a slow reader is bounded
+                // by the front's total of unwritten answers, not by turns.
+                defer { withExtendedLifetime(turn) {} }
+                return Self.response(await pending.finish(), headers: headers)
             }
         }
     }
