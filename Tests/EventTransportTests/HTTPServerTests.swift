@@ -339,8 +339,8 @@ func statusLine(of response: String) -> String {
         let idle = try RawSocket(port: subject.port)
         idle.send("GET /echo HTTP/1.1\r\nHost: a\r\n\r\n")
         #expect(idle.readResponses(1).count == 1)
-        let busy = try RawSocket(port: subject.port)
-        busy.send("GET /until-cancelled HTTP/1.1\r\nHost: a\r\n\r\n")
+        var busy: RawSocket? = try RawSocket(port: subject.port)
+        busy?.send("GET /until-cancelled HTTP/1.1\r\nHost: a\r\n\r\n")
         #expect(await eventually { subject.handled.contains("/until-cancelled") })
 
         // Idle beats dripping, though the dripping one is older.
@@ -363,6 +363,10 @@ func statusLine(of response: String) -> String {
         #expect(subject.cancellations.current == 0)
         fifth.send("Host: a\r\n\r\n")
         #expect(fifth.readResponses(1).map(body(of:)) == ["GET /echo 0"])
+        // The answer in progress ends with its client, before the server:
+        // nothing of its task is left running at exit.
+        busy = nil
+        #expect(await eventually(within: 10) { subject.cancellations.current == 1 })
     }
 
     /// Answers held for clients that do not read them are bounded in total
