@@ -59,8 +59,8 @@ struct MergedMissesTests {
 
     // MARK: Sharing
 
-    /// A merged call the upstream hangs on is hedged once it has waited a
-    /// quarter of `UPSTREAM_TIMEOUT_MS`: each call's identifiers are asked
+    /// A merged call the upstream hangs on is hedged once it has waited
+    /// half of `UPSTREAM_TIMEOUT_MS`: each call's identifiers are asked
     /// again apart, and each call is answered then. (With no retries, the
     /// merged call alone would fail both calls at the attempt's timeout.)
     @Test func aMergedCallTheUpstreamHangsOnIsHedged() async throws {

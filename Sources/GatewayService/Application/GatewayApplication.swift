@@ -95,13 +95,15 @@ public final class GatewayApplication: Service {
 
         // Under the shared tier: what a loop's fetches still ask after the
         // claims across replicas goes out together.
-        // A merged call not answered within a quarter of one attempt's
-        // timeout (500 ms by default) is hedged: its fetches are asked
-        // again apart, so one slow identifier delays the others by that
-        // much at most (docs/api.md).
+        // A merged call not answered within half of one attempt's timeout
+        // (1 s by default) is hedged: its fetches are asked again apart, so
+        // one slow identifier delays the others by that much at most, not
+        // by an attempt and its retries (docs/api.md). Half, not less: a
+        // healthy upstream answers well within it even on a loaded host,
+        // where a hedge would only double the calls.
         let merged = MergingSource(
             base: source, loops: group.loops, maxIdentifiers: configuration.upstreamMaxIDs, window: .microseconds(configuration.mergeWindowUS),
-            hedgeAfter: .milliseconds(max(1, configuration.upstreamTimeoutMS / 4))
+            hedgeAfter: .milliseconds(max(1, configuration.upstreamTimeoutMS / 2))
         )
         let sharedTier = SharedTier.make(configuration: configuration, group: group, metrics: metrics, logger: logger)
         self.sharedTier = sharedTier
