@@ -293,11 +293,12 @@ package final class SharedTier: Sendable {
             for asked in batch { asked.completion(nil) }
             return
         }
-        // Every call's keys, one after the other, as asked: an identifier
-        // two calls of the turn ask is asked twice, and its second `SET`
-        // finds the lease its first wrote (this lookup's own token). That
-        // is rare; finding the distinct keys of every turn first cost a
-        // dictionary of every key asked.
+        // Every call's keys, one after the other, as asked. A key asked
+        // again in the turn is not run again: the script answers it with
+        // the position of its first (so a turn of many calls for the same
+        // large entries gets each entry once, not once per call; and only
+        // the first call wins its lease). Finding the distinct keys here
+        // cost a dictionary of every key asked, every turn.
         let keyCount = batch.reduce(0) { $0 + $1.identifiers.count }
         let token = makeClaimToken()
         // The lookup script: one `SET entry-key lease NX PX 1000 GET` per
@@ -341,15 +342,23 @@ package final class SharedTier: Sendable {
                         wonSome?.insert(identifier)
                     case .bulk(let bytes) where SharedLease.isLease(bytes):
                         // Another replica's lease: the fetch claims it by the
-                        // claim script, which flags the wait atomically. Or
-                        // this lookup's own, for a call that asked what an
-                        // earlier call of the turn asked: that call's fetch
-                        // holds it, and this call joins it in process.
+                        // claim script, which flags the wait atomically.
                         found.append(nil)
                     case .error:
                         // Not a string (a key of another type): the claim
                         // script takes it over.
                         found.append(nil)
+                    case .integer(let first) where (1...position).contains(first):
+                        // Asked before in this turn (the 1-based position of
+                        // the first asking): that call holds the lease, if
+                        // one was taken; an entry there answers this one too.
+                        if case .bulk(let bytes) = values[first - 1], !SharedLease.isLease(bytes) {
+                            let entry = SharedCacheEntry(decoding: bytes, identifier: identifier)
+                            if entry == nil { garbage += 1 }
+                            found.append(entry)
+                        } else {
+                            found.append(nil)
+                        }
                     case .bulk(let bytes):
                         let entry = SharedCacheEntry(decoding: bytes, identifier: identifier)
                         if entry == nil { garbage += 1 }
@@ -372,16 +381,24 @@ package final class SharedTier: Sendable {
 
     /// The shared-tier lookup: for each of `KEYS` (entry keys), `SET key
     /// ARGV[1] NX PX ARGV[2] GET`, whose reply is the entry there (nothing
-    /// written) or nil (the lease `ARGV[1]` is written in its place). One
-    /// script for a loop turn's lookups, not a `MULTI` transaction: Redis
-    /// answers it with one reply, where a transaction of n keys answers
-    /// n + 2 (`OK`, n `QUEUED`, then `EXEC`'s), each of which the gateway
-    /// reads and hiredis tracks. `pcall`: a key of another type is an error
-    /// in its place (the claim script takes it over), not the whole lookup's.
+    /// written) or nil (the lease `ARGV[1]` is written in its place); a key
+    /// that came before in `KEYS` is answered with the (1-based) position
+    /// of its first, and not run again, so the reply holds each entry once
+    /// however many calls of the turn asked for it. One script for a loop
+    /// turn's lookups, not a `MULTI` transaction: Redis answers it with one
+    /// reply, where a transaction of n keys answers n + 2 (`OK`, n
+    /// `QUEUED`, then `EXEC`'s), each of which the gateway reads and hiredis
+    /// tracks. `pcall`: a key of another type is an error in its place (the
+    /// claim script takes it over), not the whole lookup's.
     package static let lookupScript = RedisScript("""
-        local found = {}
+        local found, first = {}, {}
         for i, key in ipairs(KEYS) do
-          found[i] = redis.pcall('SET', key, ARGV[1], 'NX', 'PX', ARGV[2], 'GET')
+          if first[key] then
+            found[i] = first[key]
+          else
+            first[key] = i
+            found[i] = redis.pcall('SET', key, ARGV[1], 'NX', 'PX', ARGV[2], 'GET')
+          end
         end
         return found
         """)

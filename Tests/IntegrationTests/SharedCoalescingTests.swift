@@ -279,15 +279,40 @@ struct SharedCoalescingTests {
                 ["premium_monthly", "coins_100"].allSatisfy { (try? redis.cli("GET", "test-gw:v1:p:demo:DE:-:\($0)").hasPrefix("OGW1")) == true }
             }
             // One lookup script for the three calls: one SET NX GET per
-            // key asked (premium_monthly's second finds the lease its first
-            // wrote, and that call joins the first's fetch). Then one or two release scripts (two
+            // distinct key (premium_monthly's second asking is answered
+            // with the position of its first, and that call joins the
+            // first's fetch). Then one or two release scripts (two
             // MGETs each: the leases, the wait flags), whose SETs store the
             // two entries over the leases: nothing is deleted.
             // (The GETs are this test's own, waiting for the entries.)
             let counts = try Self.commandCounts(redis).filter { $0.key != "get" }
             let releases = (counts["evalsha"] ?? 0) - 1
             #expect((1...2).contains(releases), "\(counts)")
-            #expect(counts == ["set": 5, "evalsha": 1 + releases, "mget": 2 * releases], "\(counts)")
+            #expect(counts == ["set": 4, "evalsha": 1 + releases, "mget": 2 * releases], "\(counts)")
+        }
+    }
+
+    /// Calls of one turn that ask for the same stored entry each get it from
+    /// the one `SET NX GET` of the turn's script (the key asked again is
+    /// answered with the position of its first): no second read, no fetch.
+    @Test func callsOfOneTurnForOneEntryShareItsRead() async throws {
+        try await SharedTierScenario.run(replicas: 2) { upstream, gateways, redis in
+            upstream.upstream.setCacheControl("max-age=30")
+            _ = try await gateways[0].fetchProducts(["premium_monthly"])
+            try await UpstreamScenario.waitFor("the entry stored") {
+                (try? redis.cli("GET", "test-gw:v1:p:demo:DE:-:premium_monthly").hasPrefix("OGW1")) == true
+            }
+            try await UpstreamScenario.waitFor("the scripts loaded") { (try? Self.commandCounts(redis)["eval"]) == 2 }
+            try redis.cli("CONFIG", "RESETSTAT")
+            let call = { (id: Int) in
+                #"{"jsonrpc":"2.0","id":\#(id),"method":"products.fetch","params":{"productIdentifiers":["premium_monthly"],"countryCode":"DE"}}"#
+            }
+            let response = try await gateways[1].rpc("[" + (1...3).map(call).joined(separator: ",") + "]")
+            #expect(response.status == 200)
+            #expect(response.bodyText.components(separatedBy: #""productIdentifier":"premium_monthly""#).count - 1 == 3)
+            #expect(upstream.upstream.requests.count == 1)
+            #expect(try await gateways[1].metricValue("gateway_shared_cache_hits_total") == 3)
+            #expect(try Self.commandCounts(redis).filter { $0.key != "get" } == ["evalsha": 1, "set": 1])
         }
     }
 
