@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Turns bench/abuse's measurements into the table and the JSON file.
 
-Usage: abuse_report.py META_JSON PART1_FILE PART2_FILE [PART3_FILE] OUT_JSON
+Usage: abuse_report.py META_JSON PART1_FILE PART2_FILE [PART3_FILE [PART4_FILE]] OUT_JSON
 (a part file holding null is left out)
 Prints the table and writes OUT_JSON, plus the table beside it (.txt).
 """
@@ -107,11 +107,96 @@ def statuses(tally):
     return " ".join([answers] + extra)
 
 
+def part4_rows(part4, knobs, targets, row):
+    """Part 4: issue 36's attacks, one PASS/FAIL row each."""
+    p4 = knobs.get("part4", {})
+    ab = part4["abusers"] or {}
+    gw = part4["gateway"]
+    wrk = part4["wrk"]
+    s4 = (f"part 4: wrk {knobs['wrk_connections']} conns {knobs['wrk_seconds']}s + all at once: {p4.get('big_clients')} non-readers of "
+          f"{p4.get('big_entries')} 1 MiB entries, forged leases on {p4.get('lease_ids')} ids, {p4.get('admin_silent')}+{p4.get('admin_half')} "
+          f"admin squatters, {p4.get('slow_readers')} slow readers, schema-breaking entries; cap {p4.get('max_connections')}")
+    row(s4, "wrk req/s", rate(wrk["rps"]) if wrk else "no result", "", None if wrk else False)
+    p99 = wrk["p99_us"] if wrk else None
+    row(s4, "wrk p50 / p99", f"{latency(wrk['p50_us']) if wrk else '-'} / {latency(p99)}", f"p99 < {targets['p99_ms']} ms",
+        p99 is not None and p99 < targets["p99_ms"] * 1000)
+    errors = wrk_errors(wrk)
+    detail = "" if not errors else " (" + ", ".join(f"{k} {v}" for k, v in wrk["errors"].items() if v) + ")"
+    row(s4, "wrk errors", "-" if errors is None else f"{errors}{detail}", "0", errors == 0)
+    # 1. Big entries.
+    limit_kb = targets.get("manifest_memory_limit_kb") or targets["rss_limit_mb"] * 1024
+    hwm = gw["vmhwm_kb"]
+    big = ab.get("big_entries") or {}
+    cache_errors = gw.get("shared_cache_errors_during")
+    monitor = " ".join(f"{k}:{v}" for k, v in sorted(big.get("monitor", {}).items())) or "none"
+    row(s4, "1. non-readers: connected, calls, rounds", f"{big.get('connects', 0)}, {big.get('calls_sent', 0)}, {big.get('rounds', 0)}")
+    row(s4, "1. 1 MiB entries: peak RSS (VmHWM)", f"{mib(hwm)} (sampled max {mib(ab.get('rss_max_kb'))})", f"< {limit_kb // 1024} MiB (manifest)",
+        bool(hwm) and hwm < limit_kb)
+    carried = big.get("monitor_max_bytes", 0) >= 65536 or any("over 64 KiB" in k or not k.startswith("answered") for k in big.get("monitor", {}))
+    row(s4, "1. entries refused, not answered", f"cache errors +{cache_errors}; {monitor}, <= {big.get('monitor_max_bytes', 0)} B",
+        "errors > 0, answers small",
+        bool(big.get("rounds")) and bool(cache_errors) and cache_errors > 0 and not carried and bool(big.get("monitor")))
+    # 2. Forged leases.
+    lease = ab.get("leases") or {}
+    lat = lease.get("latency_ms") or {}
+    bound = p4.get("upstream_timeout_ms", 2000) + 1000
+    outcomes = " ".join(f"{k}:{v}" for k, v in sorted(lease.get("outcomes", {}).items())) or "none"
+    row(s4, "2. lease writer: rounds, slowest round", f"{lease.get('set_rounds', 0)} of 400 ms, slowest {lease.get('set_round_max_ms', 0):.0f} ms; "
+        f"{lease.get('waited_500ms_or_more', 0)} calls took >= 500 ms")
+    row(s4, "2. forged leases: calls answered", f"{lease.get('calls', 0)} calls ({outcomes})",
+        "all, no -32005", bool(lease.get("calls")) and outcomes == f"answered:{lease['calls']}")
+    row(s4, "2. forged leases: p50 / p99 / max", f"{lat.get('p50')} / {lat.get('p99')} / {lat.get('max')} ms ({lease.get('late', 0)} past the deadline)",
+        f"p99 < {bound} ms", bool(lat) and lat["p99"] < bound and lease.get("late", 0) == 0)
+    # 3. Admin flood.
+    admin = ab.get("admin_flood") or {}
+    probes = ab.get("probes") or {}
+    health = probes.get("/healthz") or {"ok": 0, "failed": {}, "max_ms": 0}
+    asked = health["ok"] + sum(health["failed"].values())
+    others = " ".join(f"{p[1:]} {v['ok']}/{v['ok'] + sum(v['failed'].values())}" for p, v in probes.items() if p != "/healthz")
+    row(s4, "3. admin squatters: connects, closed", f"{admin.get('connects', 0)}, {admin.get('closed_by_gateway', 0)} by the gateway")
+    row(s4, "3. admin flood: /healthz 200 / asked", f"{health['ok']}/{asked}, slowest {health['max_ms']:.0f} ms ({others})", "all 200",
+        asked > 0 and health["ok"] == asked)
+    # 4. Slow readers beside a normal batch client.
+    batch = ab.get("batch_client") or {}
+    slow = ab.get("slow_readers") or {}
+    blat = batch.get("latency_ms") or {}
+    outcomes = " ".join(f"{k}:{v}" for k, v in sorted(batch.get("outcomes", {}).items())) or "none"
+    ended = " ".join(f"{k}:{v}" for k, v in sorted(slow.get("ended", {}).items()))
+    row(s4, "4. slow readers: how they ended", ended or "-")
+    row(s4, "4. normal batches: p50 / p99 / max", f"{blat.get('p50')} / {blat.get('p99')} / {blat.get('max')} ms")
+    row(s4, "4. normal batches: answers, late", f"{batch.get('sent', 0)} sent ({outcomes}), {batch.get('late', 0)} late",
+        f"all 200 ok, <= {p4.get('request_timeout_ms')} ms",
+        bool(batch.get("sent")) and outcomes == f"200 ok:{batch['sent']}" and batch.get("late", 0) == 0)
+    # 5. Schema-breaking entries.
+    schema = ab.get("schema_entries") or {}
+    outcomes = " ".join(f"{k}:{v}" for k, v in sorted(schema.get("outcomes", {}).items())) or "none"
+    control = " ".join(f"{k}:{v}" for k, v in sorted(schema.get("control", {}).items())) or "none"
+    alone = schema.get("control_alone", {}).get("from Redis", 0) > 0
+    good = schema.get("outcomes", {}).get("upstream product", 0)
+    row(s4, "5. control entry alone, under load", f"{'from Redis' if alone else 'NOT from Redis'}; {control}",
+        "from Redis alone", alone)
+    row(s4, "5. schema-breaking entries", f"{schema.get('rounds', 0)} rounds: {outcomes}",
+        "upstream products, cache errors > 0", good > 0 and outcomes == f"upstream product:{good}" and bool(cache_errors) and cache_errors > 0
+        and alone)
+    busy = ab.get("redis_error_replies") or {}
+    row(s4, "Redis: error replies to the writers", " ".join(f"{k}: {v}" for k, v in busy.items())[:70] or "none")
+    row(s4, "Redis: writers' commands unanswered 10 s", str(ab.get("redis_stalls_10s", 0)))
+    row(s4, "Redis: slow scripts logged", gw.get("redis_slow_scripts") or "none")
+    if ab.get("errors"):
+        row(s4, "client errors", json.dumps(ab["errors"])[:70], "none", False)
+    row(s4, "CPU: gateway, abuse client", f"{gw.get('cpu_percent_wrk_window', '-')} %, {ab.get('client_cpu_percent', '-')} % (of one core)")
+    row(s4, "gateway log lines under load", str(gw["log_lines_during"]))
+    row(s4, "gateway alive, serves after", f"{'yes' if gw['alive'] else 'NO'}, /readyz {gw['readyz_after']}, "
+        f"call {'ok' if gw['hot_call_after'] else 'FAILED'}", "yes, 200, ok",
+        gw["alive"] and gw["readyz_after"] == "200" and gw["hot_call_after"])
+
+
 def main():
     meta = json.loads(sys.argv[1])
     part1 = json.load(open(sys.argv[2]))
     part2 = json.load(open(sys.argv[3]))
     part3 = json.load(open(sys.argv[4])) if len(sys.argv) > 5 else None
+    part4 = json.load(open(sys.argv[5])) if len(sys.argv) > 6 else None
     out_path = sys.argv[-1]
     targets = meta["targets"]
     knobs = meta["knobs"]
@@ -274,6 +359,8 @@ def main():
         row(s3, "gateway alive, serves after", f"{'yes' if gw3['alive'] else 'NO'}, /readyz {gw3['readyz_after']}, "
             f"call {'ok' if gw3['hot_call_after'] else 'FAILED'}", "yes, 200, ok",
             gw3["alive"] and gw3["readyz_after"] == "200" and gw3["hot_call_after"])
+    if part4:
+        part4_rows(part4, knobs, targets, row)
     lines = [f"bench/abuse ({meta['mode']}, commit {meta['commit']}{'+' if meta['dirty'] else ''}, "
              f"load {meta['loadavg_start']} -> {meta['loadavg_end']})"]
     width = max(len(r["check"]) for r in rows) + 2
@@ -298,7 +385,7 @@ def main():
     print(table)
 
     with open(out_path, "w") as out:
-        json.dump({"meta": meta, "checks": rows, "part1": part1, "part2": part2, "part3": part3}, out, indent=1)
+        json.dump({"meta": meta, "checks": rows, "part1": part1, "part2": part2, "part3": part3, "part4": part4}, out, indent=1)
         out.write("\n")
     with open(os.path.splitext(out_path)[0] + ".txt", "w") as out:
         out.write(table + "\n")
