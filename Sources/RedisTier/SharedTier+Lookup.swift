@@ -8,8 +8,10 @@ import ProductsDomain
 /// entries, and the leases of those with none), gathered per loop turn.
 extension SharedTier {
     /// What one lookup found: each identifier's entry (nil: none, or one
-    /// that does not parse, ignored and counted), and, when the lookup
-    /// claimed, the leases it took for those without a fresh entry.
+    /// that does not parse, ignored and counted), or no element at all when
+    /// nothing was found (the usual miss: no array is made for it); and,
+    /// when the lookup claimed, the leases it took for those without a
+    /// fresh entry.
     package struct Lookup: Sendable {
         package var entries: [SharedCacheEntry?]
         package var claims: SharedPreclaim?
@@ -117,14 +119,18 @@ extension SharedTier {
             var garbage = 0
             var position = 0
             for asked in batch {
+                // Both empty while every identifier so far won its lease (the
+                // usual miss: no array and no set is made).
                 var found: [SharedCacheEntry?] = []
-                found.reserveCapacity(asked.identifiers.count)
-                // Nil while every identifier so far won its lease (the usual
-                // miss: no set is made).
                 var wonSome: Set<String>?
                 for (index, identifier) in asked.identifiers.enumerated() {
                     defer { position += 1 }
-                    if wonSome == nil, values[position] != .null { wonSome = Set(asked.identifiers[..<index]) }
+                    if wonSome == nil, values[position] != .null {
+                        wonSome = Set(asked.identifiers[..<index])
+                        found.reserveCapacity(asked.identifiers.count)
+                        found.append(contentsOf: repeatElement(nil, count: index))
+                    }
+                    if wonSome == nil { continue }
                     switch values[position] {
                     case .null:
                         // The lease is this call's: its fetch adopts it.
