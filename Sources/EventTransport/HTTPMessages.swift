@@ -46,6 +46,10 @@ public struct HTTPResponse: Sendable {
     /// its owner that the answer no longer holds memory (the gateway's
     /// turn for a batch).
     public var heldUntilWritten: (any AnyObject & Sendable)?
+    /// What the handler tells the server's answer observer about the
+    /// request (who asked, ...), passed on in ``HTTPAnswerRecord/note``;
+    /// never sent.
+    public var note: (any Sendable)?
 
     public init(status: Int, headers: HTTPHeaders = [:], body: [UInt8] = [], heldUntilWritten: (any AnyObject & Sendable)? = nil) {
         self.status = status
@@ -54,6 +58,39 @@ public struct HTTPResponse: Sendable {
         self.heldUntilWritten = heldUntilWritten
     }
 }
+
+/// One answer of an ``HTTPServer`` as its answer observer sees it, as the
+/// answer is handed to the socket: what an access log line and a count by
+/// status need. Every answer to a request has one, refusals of the
+/// framing included; a connection refused over the cap (no request was
+/// read) has none.
+public struct HTTPAnswerRecord: Sendable {
+    /// The request's method and target as sent (the target with its
+    /// query); nil when the request line itself could not be read.
+    public let requestLine: (method: String, target: String)?
+    public let status: Int
+    /// Body bytes sent: none for `HEAD`, `204` or `304`.
+    public let bodyBytes: Int
+    /// From the request's first byte read to its answer handed to the socket.
+    public let duration: Duration
+    /// The answer's header fields (its `X-Request-Id`, ...).
+    public let responseHeaders: HTTPHeaders
+    /// The response's ``HTTPResponse/note``.
+    public let note: (any Sendable)?
+
+    public init(requestLine: (method: String, target: String)?, status: Int, bodyBytes: Int, duration: Duration, responseHeaders: HTTPHeaders, note: (any Sendable)?) {
+        self.requestLine = requestLine
+        self.status = status
+        self.bodyBytes = bodyBytes
+        self.duration = duration
+        self.responseHeaders = responseHeaders
+        self.note = note
+    }
+}
+
+/// Sees every answer of an ``HTTPServer``, on the loop that writes it,
+/// just before it is written: it must be quick and must not block.
+public typealias HTTPAnswerObserver = @Sendable (borrowing HTTPAnswerRecord) -> Void
 
 /// A response the HTTPS client received.
 public struct HTTPClientResponse: Sendable {

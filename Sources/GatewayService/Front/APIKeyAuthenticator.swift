@@ -1,30 +1,79 @@
+import EventTransport
 import GatewayMetrics
 import MemoryTier
 import RedisTier
 /// Checks `Authorization: Bearer <key>` against the configured keys in
-/// constant time (per key length), so timing does not reveal a prefix.
+/// constant time (per key length), so timing does not reveal a prefix, and
+/// says which key asked, for the access log, without the key.
 struct APIKeyAuthenticator: Sendable {
     private let keys: [[UInt8]]
+    /// Each key's fingerprint, by position in ``keys``: made once, at start.
+    private let fingerprints: [String]
+
+    /// Who sent a request, as far as API keys tell.
+    enum Caller: Sendable, Equatable {
+        /// No key is configured: every request is let in.
+        case open
+        /// A configured key, by its fingerprint (``fingerprint(of:)``).
+        case key(String)
+        /// No `Authorization` field.
+        case missing
+        /// An `Authorization` field holding no configured key (another
+        /// scheme, an unknown key).
+        case refused
+
+        var isAuthorized: Bool {
+            switch self {
+            case .open, .key: true
+            case .missing, .refused: false
+            }
+        }
+
+        /// The access log's `apiKey`: the key's fingerprint, `none` or
+        /// `unknown`; nil when no key is configured.
+        var logValue: String? {
+            switch self {
+            case .open: nil
+            case .key(let fingerprint): fingerprint
+            case .missing: "none"
+            case .refused: "unknown"
+            }
+        }
+    }
 
     init(keys: [String]) {
         self.keys = keys.map { Array($0.utf8) }
+        self.fingerprints = keys.map(Self.fingerprint(of:))
     }
 
     var isEnabled: Bool { !keys.isEmpty }
 
+    /// A key's name in the logs: the first 12 hex digits of its SHA-256
+    /// (`printf %s "$KEY" | sha256sum | cut -c1-12`). Not the key, and
+    /// not a way back to it: the same for every replica and every restart,
+    /// and unchanged when other keys are added or removed.
+    static func fingerprint(of key: String) -> String {
+        String(decoding: Digest.hex(.sha256, of: Array(key.utf8)).prefix(12), as: UTF8.self)
+    }
+
     func isAuthorized(_ authorization: String?) -> Bool {
-        guard isEnabled else { return true }
-        guard let authorization else { return false }
+        identify(authorization).isAuthorized
+    }
+
+    /// Which configured key `authorization` holds, if any.
+    func identify(_ authorization: String?) -> Caller {
+        guard isEnabled else { return .open }
+        guard let authorization else { return .missing }
         let prefix = "bearer "
         guard authorization.utf8.count > prefix.utf8.count,
-              authorization.prefix(prefix.count).lowercased() == prefix else { return false }
+              authorization.prefix(prefix.count).lowercased() == prefix else { return .refused }
         let presented = Array(authorization.utf8.dropFirst(prefix.utf8.count))
-        var matched = false
+        var matched: Int?
         // Every key is compared, whatever matched before.
-        for key in keys {
-            matched = Self.constantTimeEquals(presented, key) || matched
+        for (index, key) in keys.enumerated() where Self.constantTimeEquals(presented, key) {
+            matched = index
         }
-        return matched
+        return matched.map { .key(fingerprints[$0]) } ?? .refused
     }
 
     static func constantTimeEquals(_ lhs: [UInt8], _ rhs: [UInt8]) -> Bool {

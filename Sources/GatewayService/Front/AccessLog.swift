@@ -1,0 +1,76 @@
+import EventTransport
+import GatewayMetrics
+import Logging
+
+/// What the gateway's handler tells the access log about a request, beside
+/// what the HTTP server knows (``HTTPResponse/note``): which API key asked.
+/// Trace context fields join it here.
+struct AccessNote: Sendable {
+    /// ``APIKeyAuthenticator/Caller/logValue``: the key's fingerprint,
+    /// `none` or `unknown`; nil without configured keys.
+    var apiKey: String?
+}
+
+/// The main listener's answers, one by one: `gateway_http_requests_total`
+/// by status, and one access line at `info` for each (``line(for:)``).
+///
+/// Runs on the answer's loop, just before the answer is written. Below
+/// `info` (the bench's `LOG_LEVEL=warning`) an answer costs a level check
+/// and one counter; the line and its fields are made only when written.
+struct AccessLog: Sendable {
+    let metrics: GatewayMetrics
+    let logger: Logger
+
+    /// The message of every access line.
+    static let message: Logger.Message = "http request"
+    /// Paths longer than this are cut in the line (the request head may be
+    /// 16 KiB).
+    static let maxPathLength = 256
+
+    /// The observer for the main listener's ``HTTPServer``.
+    var observer: HTTPAnswerObserver {
+        { [metrics, logger] record in
+            metrics.recordHTTPRequest(status: record.status)
+            guard logger.logLevel <= .info else { return }
+            logger.info(Self.message, metadata: Self.line(for: record))
+        }
+    }
+
+    /// The fields of one access line; every field of the line is made
+    /// here, and only here.
+    ///
+    /// `method` and `path` (the target without its query, which callers
+    /// could fill with anything; at most 256 characters) are `-` when the
+    /// request line could not be read; `status`, `bytes` (body bytes sent)
+    /// and `durationMs` (from the request's first byte to its answer handed
+    /// to the socket, to the microsecond) are numbers; `requestId` is the
+    /// answer's `X-Request-Id`; `apiKey` says which key asked, never the
+    /// key (``AccessNote``).
+    static func line(for record: borrowing HTTPAnswerRecord) -> Logger.Metadata {
+        var metadata: Logger.Metadata = [
+            "method": .string(record.requestLine.map { String($0.method.prefix(32)) } ?? "-"),
+            "path": .string(record.requestLine.map { path(of: $0.target) } ?? "-"),
+            "status": .stringConvertible(record.status),
+            "bytes": .stringConvertible(record.bodyBytes),
+            "durationMs": .stringConvertible(milliseconds(record.duration)),
+            "requestId": .string(record.responseHeaders["X-Request-Id"] ?? "-"),
+        ]
+        if let note = record.note as? AccessNote, let apiKey = note.apiKey {
+            metadata["apiKey"] = .string(apiKey)
+        }
+        return metadata
+    }
+
+    /// The target up to its query, at most ``maxPathLength`` characters.
+    static func path(of target: String) -> String {
+        let path = target.utf8.firstIndex(of: UInt8(ascii: "?")).map { target[..<$0] } ?? target[...]
+        return String(path.prefix(maxPathLength))
+    }
+
+    /// Milliseconds with three decimals (microseconds), as a JSON number.
+    static func milliseconds(_ duration: Duration) -> Double {
+        let (seconds, attoseconds) = duration.components
+        let microseconds = seconds * 1_000_000 + attoseconds / 1_000_000_000_000
+        return Double(microseconds) / 1000
+    }
+}
