@@ -58,12 +58,13 @@ final class HTTPConnection: @unchecked Sendable {
     /// a responder dropped unanswered (its `X-Request-Id`).
     private var requestHeaders: HTTPHeaders?
     /// The method and target of the request being answered, for the
-    /// server's answer observer; nil when its request line was not read.
+    /// server's answer observer when it wants records; nil when its request
+    /// line was not read.
     private var requestLine: (method: String, target: String)?
     /// When the first byte of the request being read or answered was read
-    /// (for a pipelined request, when its turn to be parsed came): the
-    /// start of the answer observer's duration. Read only when the server
-    /// has an observer.
+    /// (for a pipelined request, when its turn to be parsed came):
+    /// ``HTTPServerRequest/received``, and the start of the answer
+    /// observer's duration. One clock read per request.
     private var requestStarted = ContinuousClock.Instant.now
     /// An answer the socket did not take at once: what is left of its head
     /// (a copy: the head buffer is reused), its body (shared with the
@@ -270,7 +271,7 @@ final class HTTPConnection: @unchecked Sendable {
     /// A request starts with the bytes about to be parsed, unless part of
     /// one was read already.
     private func noteRequestStart() {
-        if front.server.answerObserver != nil && !parser.isInsideRequest { requestStarted = .now }
+        if !parser.isInsideRequest { requestStarted = .now }
     }
 
     private func dispatch(_ head: HTTPRequestHead, body: [UInt8]) {
@@ -280,11 +281,11 @@ final class HTTPConnection: @unchecked Sendable {
         serial &+= 1
         requestsThisTurn += 1
         requestHeaders = head.headers
-        requestLine = (head.method, head.target)
+        if front.server.recordsAnswers { requestLine = (head.method, head.target) }
         answeringHead = head.method == "HEAD"
         keepAlive = head.keepAlive
         answeringHTTP10KeepAlive = head.version == .http10 && head.keepAlive
-        let request = HTTPServerRequest(head: head, body: body, loop: loop)
+        let request = HTTPServerRequest(head: head, body: body, loop: loop, received: requestStarted)
         isDispatching = true
         front.server.handler(request, HTTPResponder(connection: self, serial: serial))
         isDispatching = false
@@ -370,7 +371,7 @@ final class HTTPConnection: @unchecked Sendable {
         enableReading(false)
         dropPending()
         answeringHead = false
-        requestLine = error.requestLine
+        if front.server.recordsAnswers { requestLine = error.requestLine }
         let response = front.server.problemResponder(error)
         write(status: response.status, headers: response.headers, body: response.body, close: true, note: response.note)
     }
@@ -391,17 +392,20 @@ final class HTTPConnection: @unchecked Sendable {
         return body
     }
 
-    private func write(status: Int, headers: HTTPHeaders, body: [UInt8], close: Bool, held: (any AnyObject & Sendable)? = nil, note: (any Sendable)? = nil) {
+    private func write(status: Int, headers: HTTPHeaders, body: [UInt8], close: Bool, held: (any AnyObject & Sendable)? = nil, note: (any AnyObject & Sendable)? = nil) {
         closeAfterAnswer = close
         let bodyless = status == 204 || status == 304 || status < 200
         let sendsBody = !(answeringHead || bodyless)
         if let observer = front.server.answerObserver {
             // Before the write: once a client has its answer, the answer
             // has been counted and logged.
-            observer(HTTPAnswerRecord(
-                requestLine: requestLine, status: status, bodyBytes: sendsBody ? body.count : 0,
-                duration: .now - requestStarted, responseHeaders: headers, note: note
-            ))
+            observer.counted(status: status)
+            if front.server.recordsAnswers {
+                observer.answered(HTTPAnswerRecord(
+                    requestLine: requestLine, status: status, bodyBytes: sendsBody ? body.count : 0,
+                    started: requestStarted, responseHeaders: headers, note: note
+                ))
+            }
         }
         var head = front.takeHeadBuffer()
         if !interimRest.isEmpty {

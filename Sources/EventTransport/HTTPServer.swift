@@ -30,7 +30,9 @@ public final class HTTPServer: Sendable {
     let handler: HTTPRequestHandler
     let problemResponder: HTTPProblemResponder
     /// Told of every answer to a request, just before it is written.
-    let answerObserver: HTTPAnswerObserver?
+    let answerObserver: (any HTTPAnswerObserver)?
+    /// The observer's ``HTTPAnswerObserver/wantsRecords``.
+    let recordsAnswers: Bool
     let logger: Logger
     private let group: EventLoopGroup
     private let fronts = Mutex<[LoopHTTPFront]>([])
@@ -48,7 +50,7 @@ public final class HTTPServer: Sendable {
         configuration: HTTPServerConfiguration,
         logger: Logger,
         problemResponder: @escaping HTTPProblemResponder = HTTPServer.problemResponse,
-        answerObserver: HTTPAnswerObserver? = nil,
+        answerObserver: (any HTTPAnswerObserver)? = nil,
         handler: @escaping HTTPRequestHandler
     ) {
         self.group = group
@@ -56,6 +58,7 @@ public final class HTTPServer: Sendable {
         self.logger = logger
         self.problemResponder = problemResponder
         self.answerObserver = answerObserver
+        self.recordsAnswers = answerObserver?.wantsRecords ?? false
         self.handler = handler
     }
 

@@ -68,8 +68,9 @@ struct APIKeyCallerTests {
 
     @Test func eachCallerIsToldApart() {
         let authenticator = APIKeyAuthenticatorTests.authenticator
-        #expect(authenticator.identify("Bearer \(APIKeyAuthenticatorTests.first)") == .key("97b2173c4f5d"))
-        #expect(authenticator.identify("bearer \(APIKeyAuthenticatorTests.second)") == .key("dec036f50c8f"))
+        #expect(authenticator.identify("Bearer \(APIKeyAuthenticatorTests.first)").logValue == "97b2173c4f5d")
+        #expect(authenticator.identify("bearer \(APIKeyAuthenticatorTests.second)").logValue == "dec036f50c8f")
+        #expect(authenticator.identify("Bearer \(APIKeyAuthenticatorTests.first)") == .key(AccessNote(apiKey: "97b2173c4f5d")))
         #expect(authenticator.identify(nil) == .missing)
         #expect(authenticator.identify("Bearer key-0123456789abcdeX") == .refused)
         #expect(authenticator.identify("Basic \(APIKeyAuthenticatorTests.first)") == .refused)
@@ -78,7 +79,7 @@ struct APIKeyCallerTests {
 
     @Test func theLogValueNeverHoldsTheKey() {
         #expect(APIKeyAuthenticator.Caller.open.logValue == nil)
-        #expect(APIKeyAuthenticator.Caller.key("97b2173c4f5d").logValue == "97b2173c4f5d")
+        #expect(APIKeyAuthenticator.Caller.key(AccessNote(apiKey: "97b2173c4f5d")).logValue == "97b2173c4f5d")
         #expect(APIKeyAuthenticator.Caller.missing.logValue == "none")
         #expect(APIKeyAuthenticator.Caller.refused.logValue == "unknown")
         #expect(APIKeyAuthenticator.Caller.missing.isAuthorized == false)

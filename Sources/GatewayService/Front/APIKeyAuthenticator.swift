@@ -7,15 +7,16 @@ import RedisTier
 /// says which key asked, for the access log, without the key.
 struct APIKeyAuthenticator: Sendable {
     private let keys: [[UInt8]]
-    /// Each key's fingerprint, by position in ``keys``: made once, at start.
-    private let fingerprints: [String]
+    /// Each key's access-log note (its fingerprint), by position in
+    /// ``keys``: made once, at start.
+    private let notes: [AccessNote]
 
     /// Who sent a request, as far as API keys tell.
     enum Caller: Sendable, Equatable {
         /// No key is configured: every request is let in.
         case open
-        /// A configured key, by its fingerprint (``fingerprint(of:)``).
-        case key(String)
+        /// A configured key, by its note (its fingerprint, ``fingerprint(of:)``).
+        case key(AccessNote)
         /// No `Authorization` field.
         case missing
         /// An `Authorization` field holding no configured key (another
@@ -29,21 +30,33 @@ struct APIKeyAuthenticator: Sendable {
             }
         }
 
-        /// The access log's `apiKey`: the key's fingerprint, `none` or
-        /// `unknown`; nil when no key is configured.
-        var logValue: String? {
+        /// What the access log is told (``HTTPResponse/note``); nil when no
+        /// key is configured. Made at start, never per request.
+        var note: AccessNote? {
             switch self {
             case .open: nil
-            case .key(let fingerprint): fingerprint
-            case .missing: "none"
-            case .refused: "unknown"
+            case .key(let note): note
+            case .missing: .missingKey
+            case .refused: .unknownKey
+            }
+        }
+
+        /// The access log's `apiKey`: the key's fingerprint, `none` or
+        /// `unknown`; nil when no key is configured.
+        var logValue: String? { note?.apiKey }
+
+        static func == (lhs: Caller, rhs: Caller) -> Bool {
+            switch (lhs, rhs) {
+            case (.open, .open), (.missing, .missing), (.refused, .refused): true
+            case (.key(let left), .key(let right)): left.apiKey == right.apiKey
+            default: false
             }
         }
     }
 
     init(keys: [String]) {
         self.keys = keys.map { Array($0.utf8) }
-        self.fingerprints = keys.map(Self.fingerprint(of:))
+        self.notes = keys.map { AccessNote(apiKey: Self.fingerprint(of: $0)) }
     }
 
     var isEnabled: Bool { !keys.isEmpty }
@@ -73,7 +86,7 @@ struct APIKeyAuthenticator: Sendable {
         for (index, key) in keys.enumerated() where Self.constantTimeEquals(presented, key) {
             matched = index
         }
-        return matched.map { .key(fingerprints[$0]) } ?? .refused
+        return matched.map { .key(notes[$0]) } ?? .refused
     }
 
     static func constantTimeEquals(_ lhs: [UInt8], _ rhs: [UInt8]) -> Bool {

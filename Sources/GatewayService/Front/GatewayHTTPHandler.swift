@@ -86,9 +86,11 @@ final class GatewayHTTPHandler: Sendable {
 
     private func handleRPC(_ request: HTTPServerRequest, requestID: String, headers: consuming HTTPHeaders, responder: consuming HTTPResponder) {
         var headers = headers
-        let caller = authenticator.identify(request.headers["Authorization"])
+        // The field is looked up only when keys are configured: a lookup
+        // compares every field's name, on every call.
+        let caller = authenticator.isEnabled ? authenticator.identify(request.headers["Authorization"]) : .open
         // For the access line: which key asked (nil without keys: no note).
-        let note = caller.logValue.map { AccessNote(apiKey: $0) }
+        let note = caller.note
         guard caller.isAuthorized else {
             headers.add("WWW-Authenticate", #"Bearer realm="products-gateway""#)
             responder.send(Self.problem(401, "missing or unknown API key; send Authorization: Bearer <key>", headers: headers, note: note))
@@ -98,7 +100,7 @@ final class GatewayHTTPHandler: Sendable {
             responder.send(Self.problem(415, "Content-Type must be application/json, got \(contentType.prefix(100))", headers: headers, note: note))
             return
         }
-        let context = RPCCallContext(requestID: requestID, logger: logger, loop: request.loop)
+        let context = RPCCallContext(requestID: requestID, logger: logger, loop: request.loop, arrived: request.received)
         // A call served from memory (or refused) is answered right here, on
         // the loop, with no task; one that misses memory is answered from
         // the callback that completes it (a Redis reply, a fetch's end, its

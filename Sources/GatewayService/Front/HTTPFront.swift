@@ -30,7 +30,7 @@ final class HTTPFront: Sendable {
     ///   the admin one's probes and scrapes).
     init(group: EventLoopGroup, configuration: HTTPServerConfiguration, admin adminAddress: GatewayConfiguration.ListenAddress?, logger: Logger, accessLog: AccessLog, handler: GatewayHTTPHandler, readiness: ReadinessState) {
         self.server = HTTPServer(
-            group: group, configuration: configuration, logger: logger, problemResponder: GatewayHTTPHandler.framingProblem, answerObserver: accessLog.observer
+            group: group, configuration: configuration, logger: logger, problemResponder: GatewayHTTPHandler.framingProblem, answerObserver: accessLog
         ) { request, responder in
             handler.handle(request, responder: responder)
         }
