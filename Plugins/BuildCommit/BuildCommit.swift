@@ -8,10 +8,11 @@ import PackagePlugin
 /// when there is one (the Dockerfile writes it from its `GATEWAY_COMMIT`
 /// build argument: the image's build context has no `.git`), else
 /// `git rev-parse --short=12 HEAD`, else `unknown`. The file is written
-/// again when `BUILD_COMMIT` changes or HEAD moves (git appends to
-/// `logs/HEAD` on every commit, checkout or reset), not on every build, so
-/// a build at the same commit recompiles nothing. Uncommitted changes are
-/// not marked: a build does not look at the working tree.
+/// again when HEAD moves (git appends to `logs/HEAD` on every commit,
+/// checkout or reset) or a file is added to or removed from the package's
+/// root (`BUILD_COMMIT` among them: write it as a new file), not on every
+/// build, so a build at the same commit recompiles little. Uncommitted
+/// changes are not marked: a build does not look at the working tree.
 @main
 struct BuildCommitPlugin: BuildToolPlugin {
     func createBuildCommands(context: PluginContext, target: any Target) throws -> [Command] {
@@ -26,23 +27,25 @@ struct BuildCommitPlugin: BuildToolPlugin {
         )]
     }
 
-    /// The files whose change means another commit: `BUILD_COMMIT`, or
-    /// git's `HEAD` and its log (in a worktree, `.git` is a file naming
-    /// the worktree's own git directory).
+    /// What, when it changes, may mean another commit: the package's root
+    /// folder (a `BUILD_COMMIT` written or removed changes its time; the
+    /// file itself is not an input, since an input that goes missing stops
+    /// the build), and git's `HEAD` and its log (in a worktree, `.git` is a
+    /// file naming the worktree's own git directory).
     static func inputs(package: URL) -> [URL] {
         let files = FileManager.default
-        let stamp = package.appending(path: "BUILD_COMMIT")
-        if files.fileExists(atPath: stamp.path) { return [stamp] }
+        var inputs = [package]
         var gitDirectory = package.appending(path: ".git")
         var isDirectory: ObjCBool = false
-        guard files.fileExists(atPath: gitDirectory.path, isDirectory: &isDirectory) else { return [] }
+        guard files.fileExists(atPath: gitDirectory.path, isDirectory: &isDirectory) else { return inputs }
         if !isDirectory.boolValue {
             guard let text = try? String(contentsOf: gitDirectory, encoding: .utf8),
-                  let line = text.split(separator: "\n").first, line.hasPrefix("gitdir: ") else { return [] }
+                  let line = text.split(separator: "\n").first, line.hasPrefix("gitdir: ") else { return inputs }
             let path = String(line.dropFirst("gitdir: ".count))
             gitDirectory = path.hasPrefix("/") ? URL(filePath: path) : package.appending(path: path)
         }
-        return [gitDirectory.appending(path: "HEAD"), gitDirectory.appending(path: "logs/HEAD")].filter { files.fileExists(atPath: $0.path) }
+        inputs += [gitDirectory.appending(path: "HEAD"), gitDirectory.appending(path: "logs/HEAD")].filter { files.fileExists(atPath: $0.path) }
+        return inputs
     }
 
     /// `$1`: the package's root; `$2`: the file to write.
