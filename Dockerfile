@@ -1,6 +1,7 @@
 # Container images of the products gateway.
 #
-#   docker build -t products-gateway:0.1.0 .                # the gateway (the default target)
+#   docker build --build-arg GATEWAY_COMMIT="$(git rev-parse --short=12 HEAD)" \
+#     -t products-gateway:0.1.0 .                            # the gateway (the default target)
 #   docker run --rm -p 8080:8080 products-gateway:0.1.0     # embedded catalog
 #   docker build --target demo-upstream -t products-gateway-demo-upstream:0.1.0 .
 #
@@ -54,11 +55,17 @@ RUN swift package resolve
 # - openapi/ is needed at build time: the gateway embeds
 #   openapi/openapi.yaml (through the symbolic link
 #   Sources/GatewayService/Resources/openapi.yaml) to serve it verbatim.
+# - Plugins/ holds BuildCommit, which writes the commit `--version` prints:
+#   from the file BUILD_COMMIT, written here from the GATEWAY_COMMIT build
+#   argument, since the build context has no .git (`unknown` without it).
 COPY Sources ./Sources
 COPY Tests ./Tests
+COPY Plugins ./Plugins
 COPY openapi ./openapi
 COPY deploy/stage-binaries ./deploy/stage-binaries
-RUN deploy/stage-binaries /staging
+ARG GATEWAY_COMMIT=unknown
+RUN printf '%s\n' "$GATEWAY_COMMIT" > BUILD_COMMIT \
+    && deploy/stage-binaries /staging
 
 # ================================
 # Runtime base: the libraries and the user both images share
@@ -142,7 +149,7 @@ COPY --from=build --chown=root:root /staging/gateway /app
 # 64 x 64 sizes of up to 1 KiB, ~2 MiB per thread that allocates (README,
 # Memory). bench/ runs the gateway with this same line.
 #
-# GATEWAY_ADMIN_LISTEN: /healthz, /readyz and /metrics also on port 9090,
+# GATEWAY_ADMIN_LISTEN: /healthz, /readyz and /metrics also on port 9464,
 # outside GATEWAY_MAX_CONNECTIONS, for the probes and the scrape (CONTRACT,
 # configuration; a gateway without the variable ignores it).
 #
@@ -151,20 +158,20 @@ COPY --from=build --chown=root:root /staging/gateway /app
 # contents), then the process dies as it would have.
 ENV PATH="/app:${PATH}" \
     GATEWAY_LISTEN=0.0.0.0:8080 \
-    GATEWAY_ADMIN_LISTEN=0.0.0.0:9090 \
+    GATEWAY_ADMIN_LISTEN=0.0.0.0:9464 \
     GLIBC_TUNABLES=glibc.malloc.tcache_count=64 \
     LOG_FORMAT=json \
     SWIFT_BACKTRACE=enable=yes,sanitize=yes,threads=all,images=all,interactive=no,swift-backtrace=/app/swift-backtrace-static
 
 USER 10001:10001
-EXPOSE 8080 9090
+EXPOSE 8080 9464
 
 # Probes: no HEALTHCHECK instruction. The image has no curl or wget (nothing
 # beyond the runtime libraries is installed) and the binary has no health
 # subcommand, so the orchestrator probes over HTTP instead:
 #   liveness   GET /healthz  -> 200 while the process serves
 #   readiness  GET /readyz   -> 200 ready, 503 while starting or draining
-# on port 9090 (and 8080).
+# on port 9464 (and 8080).
 # deploy/kubernetes/deployment.yaml and deploy/compose.yaml document them.
 
 # SIGTERM (docker stop, Kubernetes) starts the graceful drain: /readyz turns

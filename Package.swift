@@ -148,8 +148,13 @@ let package = Package(
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),
             ],
-            swiftSettings: strictSwift
+            swiftSettings: strictSwift,
+            // BuildCommit.swift: the commit `--version` prints.
+            plugins: ["BuildCommit"]
         ),
+        // Writes the commit the gateway is built from (git, or the
+        // BUILD_COMMIT file the Dockerfile writes from its build argument).
+        .plugin(name: "BuildCommit", capability: .buildTool()),
 
         // MARK: The TLS test upstream (tests, compose demo).
         // evhttp over TLS, for the test upstream's faults only: the gateway

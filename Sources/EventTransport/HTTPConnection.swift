@@ -57,6 +57,15 @@ final class HTTPConnection: @unchecked Sendable {
     /// The header fields of the request being answered, for the `500` of
     /// a responder dropped unanswered (its `X-Request-Id`).
     private var requestHeaders: HTTPHeaders?
+    /// The method and target of the request being answered, for the
+    /// server's answer observer when it wants records; nil when its request
+    /// line was not read.
+    private var requestLine: (method: String, target: String)?
+    /// When the first byte of the request being read or answered was read
+    /// (for a pipelined request, when its turn to be parsed came):
+    /// ``HTTPServerRequest/received``, and the start of the answer
+    /// observer's duration. One clock read per request.
+    private var requestStarted = ContinuousClock.Instant.now
     /// An answer the socket did not take at once: what is left of its head
     /// (a copy: the head buffer is reused), its body (shared with the
     /// response, not copied: a batch's answer can be megabytes), how much
@@ -152,6 +161,7 @@ final class HTTPConnection: @unchecked Sendable {
         switch phase {
         case .reading where unparsedCount == 0:
             requestsThisTurn = 0
+            noteRequestStart()
             let used = parse(bytes)
             // The read buffer is shared by the loop's connections: what
             // follows a dispatched request is kept, once.
@@ -242,6 +252,7 @@ final class HTTPConnection: @unchecked Sendable {
                 }
                 return
             }
+            noteRequestStart()
             // A reference of its own, so that what the request's handling
             // does to `pending` does not overlap this read of it.
             let bytes = pending
@@ -257,6 +268,12 @@ final class HTTPConnection: @unchecked Sendable {
         }
     }
 
+    /// A request starts with the bytes about to be parsed, unless part of
+    /// one was read already.
+    private func noteRequestStart() {
+        if !parser.isInsideRequest { requestStarted = .now }
+    }
+
     private func dispatch(_ head: HTTPRequestHead, body: [UInt8]) {
         phase = .responding
         deadline = nil
@@ -264,10 +281,11 @@ final class HTTPConnection: @unchecked Sendable {
         serial &+= 1
         requestsThisTurn += 1
         requestHeaders = head.headers
+        if front.server.recordsAnswers { requestLine = (head.method, head.target) }
         answeringHead = head.method == "HEAD"
         keepAlive = head.keepAlive
         answeringHTTP10KeepAlive = head.version == .http10 && head.keepAlive
-        let request = HTTPServerRequest(head: head, body: body, loop: loop)
+        let request = HTTPServerRequest(head: head, body: body, loop: loop, received: requestStarted)
         isDispatching = true
         front.server.handler(request, HTTPResponder(connection: self, serial: serial))
         isDispatching = false
@@ -337,7 +355,7 @@ final class HTTPConnection: @unchecked Sendable {
         guard phase == .responding, serial == self.serial else { return }
         answeringTask = nil
         let close = !keepAlive || front.server.isDraining || Self.asksToClose(response.headers)
-        write(status: response.status, headers: response.headers, body: response.body, close: close || closeAfterAnswer, held: response.heldUntilWritten)
+        write(status: response.status, headers: response.headers, body: response.body, close: close || closeAfterAnswer, held: response.heldUntilWritten, note: response.note)
     }
 
     private static func asksToClose(_ headers: HTTPHeaders) -> Bool {
@@ -353,8 +371,9 @@ final class HTTPConnection: @unchecked Sendable {
         enableReading(false)
         dropPending()
         answeringHead = false
+        if front.server.recordsAnswers { requestLine = error.requestLine }
         let response = front.server.problemResponder(error)
-        write(status: response.status, headers: response.headers, body: response.body, close: true)
+        write(status: response.status, headers: response.headers, body: response.body, close: true, note: response.note)
     }
 
     /// `{"error":{"status":N,"message":"..."}}`, the contract's HTTP error body.
@@ -373,9 +392,21 @@ final class HTTPConnection: @unchecked Sendable {
         return body
     }
 
-    private func write(status: Int, headers: HTTPHeaders, body: [UInt8], close: Bool, held: (any AnyObject & Sendable)? = nil) {
+    private func write(status: Int, headers: HTTPHeaders, body: [UInt8], close: Bool, held: (any AnyObject & Sendable)? = nil, note: (any AnyObject & Sendable)? = nil) {
         closeAfterAnswer = close
         let bodyless = status == 204 || status == 304 || status < 200
+        let sendsBody = !(answeringHead || bodyless)
+        if let observer = front.server.answerObserver {
+            // Before the write: once a client has its answer, the answer
+            // has been counted and logged.
+            observer.counted(status: status)
+            if front.server.recordsAnswers {
+                observer.answered(HTTPAnswerRecord(
+                    requestLine: requestLine, status: status, bodyBytes: sendsBody ? body.count : 0,
+                    started: requestStarted, responseHeaders: headers, note: note
+                ))
+            }
+        }
         var head = front.takeHeadBuffer()
         if !interimRest.isEmpty {
             head.append(contentsOf: interimRest)
@@ -390,7 +421,6 @@ final class HTTPConnection: @unchecked Sendable {
             date: front.currentDate(),
             into: &head
         )
-        let sendsBody = !(answeringHead || bodyless)
         let total = head.count + (sendsBody ? body.count : 0)
         let written = head.withUnsafeBytes { headBytes in
             body.withUnsafeBytes { bodyBytes in
@@ -649,6 +679,7 @@ final class HTTPConnection: @unchecked Sendable {
         resumeTimer?.cancel()
         resumeTimer = nil
         requestHeaders = nil
+        requestLine = nil
         cancelAnsweringTask()
         outboxHead = []
         outboxBody = []

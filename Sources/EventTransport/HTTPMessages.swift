@@ -16,18 +16,23 @@ public struct HTTPServerRequest: Sendable {
     /// loop its work runs on, passed on explicitly (never looked up from
     /// the calling thread).
     public let loop: EventLoop
+    /// When the request's first byte was read (for a pipelined request,
+    /// when its turn to be read came): its calls' deadlines count from here.
+    public let received: ContinuousClock.Instant
 
-    init(head: HTTPRequestHead, body: [UInt8], loop: EventLoop) {
+    init(head: HTTPRequestHead, body: [UInt8], loop: EventLoop, received: ContinuousClock.Instant) {
         self.method = head.method
         self.uri = head.target
         self.path = String(head.path)
         self.headers = head.headers
         self.body = body
         self.loop = loop
+        self.received = received
     }
 
-    public init(method: String, uri: String, headers: HTTPHeaders, body: [UInt8], loop: EventLoop) {
+    public init(method: String, uri: String, headers: HTTPHeaders, body: [UInt8], loop: EventLoop, received: ContinuousClock.Instant = .now) {
         self.loop = loop
+        self.received = received
         self.method = method
         self.uri = uri
         self.path = String(uri.split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false).first ?? "")
@@ -46,6 +51,11 @@ public struct HTTPResponse: Sendable {
     /// its owner that the answer no longer holds memory (the gateway's
     /// turn for a batch).
     public var heldUntilWritten: (any AnyObject & Sendable)?
+    /// What the handler tells the server's answer observer about the
+    /// request (who asked, ...), passed on in ``HTTPAnswerRecord/note``;
+    /// never sent. A reference, so that a response stays small to copy: a
+    /// note made once (one per API key) costs a request nothing.
+    public var note: (any AnyObject & Sendable)?
 
     public init(status: Int, headers: HTTPHeaders = [:], body: [UInt8] = [], heldUntilWritten: (any AnyObject & Sendable)? = nil) {
         self.status = status
@@ -53,6 +63,56 @@ public struct HTTPResponse: Sendable {
         self.body = body
         self.heldUntilWritten = heldUntilWritten
     }
+}
+
+/// One answer of an ``HTTPServer`` as its answer observer sees it, as the
+/// answer is handed to the socket: what an access log line and a count by
+/// status need. Every answer to a request has one, refusals of the
+/// framing included; a connection refused over the cap (no request was
+/// read) has none.
+public struct HTTPAnswerRecord: Sendable {
+    /// The request's method and target as sent (the target with its
+    /// query); nil when the request line itself could not be read.
+    public let requestLine: (method: String, target: String)?
+    public let status: Int
+    /// Body bytes sent: none for `HEAD`, `204` or `304`.
+    public let bodyBytes: Int
+    /// When the request's first byte was read (``HTTPServerRequest/received``).
+    public let started: ContinuousClock.Instant
+    /// The answer's header fields (its `X-Request-Id`, ...).
+    public let responseHeaders: HTTPHeaders
+    /// The response's ``HTTPResponse/note``.
+    public let note: (any AnyObject & Sendable)?
+
+    /// From the request's first byte read until now: read it as the
+    /// observer is called, when the answer is handed to the socket. Only an
+    /// observer that needs it reads the clock.
+    public var elapsed: Duration { .now - started }
+
+    public init(requestLine: (method: String, target: String)?, status: Int, bodyBytes: Int, started: ContinuousClock.Instant, responseHeaders: HTTPHeaders, note: (any AnyObject & Sendable)?) {
+        self.requestLine = requestLine
+        self.status = status
+        self.bodyBytes = bodyBytes
+        self.started = started
+        self.responseHeaders = responseHeaders
+        self.note = note
+    }
+}
+
+/// Sees every answer of an ``HTTPServer``, on the loop that writes it,
+/// just before it is written: it must be quick and must not block.
+///
+/// Every answer is ``counted(status:)``; only an observer that
+/// ``wantsRecords`` is handed each ``HTTPAnswerRecord`` (and only then does
+/// a connection keep the request line for it), so counting alone costs a
+/// request no reference count and no copy.
+public protocol HTTPAnswerObserver: AnyObject, Sendable {
+    /// Read once, when the server is made.
+    var wantsRecords: Bool { get }
+    /// One answer of this status.
+    func counted(status: Int)
+    /// The answer just counted, when ``wantsRecords``.
+    func answered(_ record: borrowing HTTPAnswerRecord)
 }
 
 /// A response the HTTPS client received.

@@ -29,6 +29,10 @@ public final class HTTPServer: Sendable {
     let configuration: HTTPServerConfiguration
     let handler: HTTPRequestHandler
     let problemResponder: HTTPProblemResponder
+    /// Told of every answer to a request, just before it is written.
+    let answerObserver: (any HTTPAnswerObserver)?
+    /// The observer's ``HTTPAnswerObserver/wantsRecords``.
+    let recordsAnswers: Bool
     let logger: Logger
     private let group: EventLoopGroup
     private let fronts = Mutex<[LoopHTTPFront]>([])
@@ -39,17 +43,22 @@ public final class HTTPServer: Sendable {
     /// - Parameters:
     ///   - problemResponder: answers requests the server refuses itself;
     ///     the default is the contract's JSON error body.
+    ///   - answerObserver: told of every answer to a request (an access
+    ///     log, a count by status), on its loop, just before it is written.
     public init(
         group: EventLoopGroup,
         configuration: HTTPServerConfiguration,
         logger: Logger,
         problemResponder: @escaping HTTPProblemResponder = HTTPServer.problemResponse,
+        answerObserver: (any HTTPAnswerObserver)? = nil,
         handler: @escaping HTTPRequestHandler
     ) {
         self.group = group
         self.configuration = configuration
         self.logger = logger
         self.problemResponder = problemResponder
+        self.answerObserver = answerObserver
+        self.recordsAnswers = answerObserver?.wantsRecords ?? false
         self.handler = handler
     }
 

@@ -1,5 +1,3 @@
-import COpenSSL
-
 /// A Lua script the gateway runs in Redis, sent by its SHA-1 (`EVALSHA`):
 /// the script's text crosses the connection only when the server does not
 /// hold it yet (after a restart or a `SCRIPT FLUSH`), not with every call.
@@ -11,14 +9,7 @@ public struct RedisScript: Sendable {
 
     public init(_ text: String) {
         body = Array(text.utf8)
-        var digest = [UInt8](repeating: 0, count: Int(EVP_MAX_MD_SIZE))
-        var length: UInt32 = 0
-        let hashed = body.withUnsafeBytes { bytes in
-            EVP_Digest(bytes.baseAddress, bytes.count, &digest, &length, EVP_sha1(), nil)
-        }
-        precondition(hashed == 1 && length == 20, "SHA-1 of a Redis script failed")
-        let hex = Array("0123456789abcdef".utf8)
-        sha1 = digest.prefix(20).flatMap { [hex[Int($0 >> 4)], hex[Int($0 & 0x0F)]] }
+        sha1 = Digest.hex(.sha1, of: body)
     }
 }
 

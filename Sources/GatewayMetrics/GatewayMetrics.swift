@@ -46,6 +46,11 @@ public final class GatewayMetrics: Sendable {
     /// By HTTP status, `nil` for an exchange that got no answer: keyed by
     /// the number, so an exchange costs no label text and no string hash.
     private let upstreamStatus = Mutex<[Int?: Prometheus.Counter]>([:])
+    /// `gateway_http_requests_total`, by position in ``httpStatuses``.
+    private let httpRequests: [Prometheus.Counter]
+    /// Statuses outside ``httpStatuses`` (none the gateway answers today),
+    /// made when first seen.
+    private let otherHTTPRequests = Mutex<[Int: Prometheus.Counter]>([:])
     private let process: ProcessMetrics
     private let connectionsOpen: Prometheus.Gauge
     private let connectionsRejected: Prometheus.Counter
@@ -65,6 +70,10 @@ public final class GatewayMetrics: Sendable {
         "cancelled", "internalError", "invalidParams", "regionUnresolved", "methodNotFound", "invalidRequest",
         "parseError", "gatewayError",
     ]
+
+    /// The HTTP statuses the main listener answers, whose
+    /// `gateway_http_requests_total` series exist from the start (at 0).
+    package static let httpStatuses = [200, 204, 400, 401, 404, 405, 408, 413, 415, 417, 431, 500, 501, 503, 505]
 
     /// Latency buckets of both duration histograms, in seconds on the wire.
     package static let latencyBuckets: [Duration] = [
@@ -128,6 +137,8 @@ public final class GatewayMetrics: Sendable {
         sharedPasswordRefused = registry.makeGauge(descriptor: Self.family(
             "gateway_shared_tier_password_refused", "1 while Redis refuses the gateway's password (AUTH): the shared tier is off until it is fixed."
         ))
+        let http = Self.httpRequestsFamily
+        httpRequests = Self.httpStatuses.map { registry.makeCounter(descriptor: http, labels: [("status", String($0))]) }
         process = ProcessMetrics(registry: registry)
         connectionsOpen = registry.makeGauge(descriptor: Self.family("gateway_connections_open", "Client connections open now."))
         connectionsRejected = registry.makeCounter(descriptor: Self.family(
@@ -151,6 +162,25 @@ public final class GatewayMetrics: Sendable {
         let outcome = Self.outcomes.firstIndex(of: outcome) ?? Self.outcomes.count - 1
         rpcRequests[method][outcome].increment()
         rpcDurations[method].record(duration)
+    }
+
+    package static var httpRequestsFamily: MetricNameDescriptor {
+        family("gateway_http_requests_total", "HTTP requests answered on the main listener, by status, refused ones included.")
+    }
+
+    /// One answer of the main listener, by its HTTP status: a short scan
+    /// of small integers, no lock.
+    package func recordHTTPRequest(status: Int) {
+        if let index = Self.httpStatuses.firstIndex(of: status) {
+            httpRequests[index].increment()
+            return
+        }
+        otherHTTPRequests.withLock { counters in
+            if let counter = counters[status] { return counter }
+            let counter = registry.makeCounter(descriptor: Self.httpRequestsFamily, labels: [("status", String(status))])
+            counters[status] = counter
+            return counter
+        }.increment()
     }
 
     /// One upstream exchange: its HTTP status, or `nil` when it got no

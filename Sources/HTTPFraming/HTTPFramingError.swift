@@ -11,6 +11,9 @@ public struct HTTPFramingError: Error, Sendable, Equatable, CustomStringConverti
     /// answer can echo what the contract echoes (`X-Request-Id`); `nil` when
     /// the head itself could not be read.
     public var requestHeaders: HTTPHeaders?
+    /// The request's method and target when its request line was read
+    /// before the refusal, for the access log; `nil` otherwise.
+    public var requestLine: (method: String, target: String)?
 
     public init(status: Int, message: String, requestHeaders: HTTPHeaders? = nil) {
         self.status = status

@@ -140,7 +140,9 @@ public struct HTTPRequestParser: Sendable {
         var error = error
         if error.requestHeaders == nil {
             switch state {
-            case .fixedBody(let head, _), .chunkedBody(let head): error.requestHeaders = head.headers
+            case .fixedBody(let head, _), .chunkedBody(let head):
+                error.requestHeaders = head.headers
+                error.requestLine = (head.method, head.target)
             case .head, .failed: break
             }
         }

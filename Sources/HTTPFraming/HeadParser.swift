@@ -71,7 +71,7 @@ enum HeadParser {
                 hosts += 1
             case 6 where ASCII.equalsLowercase(field.name, "expect"):
                 guard ASCII.equalsLowercase(field.value, "100-continue") else {
-                    return .failure(refusal(headers, HTTPFramingError(status: 417, message: "Expect holds something other than 100-continue")))
+                    return .failure(refusal(headers, method, target, HTTPFramingError(status: 417, message: "Expect holds something other than 100-continue")))
                 }
                 expectsContinue = version == .http11
             case 10 where ASCII.equalsLowercase(field.name, "connection"):
@@ -83,10 +83,10 @@ enum HeadParser {
             case 14 where ASCII.equalsLowercase(field.name, "content-length"):
                 contentLengths += 1
                 guard contentLengths == 1 else {
-                    return .failure(refusal(headers, .badRequest("more than one Content-Length field")))
+                    return .failure(refusal(headers, method, target, .badRequest("more than one Content-Length field")))
                 }
                 switch contentLength(field.value) {
-                case .failure(let error): return .failure(refusal(headers, error))
+                case .failure(let error): return .failure(refusal(headers, method, target, error))
                 case .success(let length): declaredLength = length
                 }
             case 17 where ASCII.equalsLowercase(field.name, "transfer-encoding"):
@@ -100,24 +100,24 @@ enum HeadParser {
         var framing: HTTPRequestHead.BodyFraming = declaredLength.map { $0 == 0 ? .none : .length($0) } ?? .none
         if transferEncodings > 0 {
             guard version == .http11 else {
-                return .failure(refusal(headers, .badRequest("Transfer-Encoding in an HTTP/1.0 request")))
+                return .failure(refusal(headers, method, target, .badRequest("Transfer-Encoding in an HTTP/1.0 request")))
             }
             guard contentLengths == 0 else {
-                return .failure(refusal(headers, .badRequest("both Content-Length and Transfer-Encoding")))
+                return .failure(refusal(headers, method, target, .badRequest("both Content-Length and Transfer-Encoding")))
             }
             guard transferEncodings == 1, ASCII.equalsLowercase(transferEncoding.utf8, "chunked") else {
-                return .failure(refusal(headers, HTTPFramingError(status: 501, message: "the only transfer coding accepted is chunked")))
+                return .failure(refusal(headers, method, target, HTTPFramingError(status: 501, message: "the only transfer coding accepted is chunked")))
             }
             framing = .chunked
         }
         if case .length(let length) = framing, length > limits.maxBodyBytes {
-            return .failure(refusal(headers, HTTPFramingError(status: 413, message: "the request body is larger than \(limits.maxBodyBytes) bytes")))
+            return .failure(refusal(headers, method, target, HTTPFramingError(status: 413, message: "the request body is larger than \(limits.maxBodyBytes) bytes")))
         }
         if version == .http11 && hosts != 1 {
-            return .failure(refusal(headers, .badRequest(hosts == 0 ? "an HTTP/1.1 request without a Host field" : "more than one Host field")))
+            return .failure(refusal(headers, method, target, .badRequest(hosts == 0 ? "an HTTP/1.1 request without a Host field" : "more than one Host field")))
         }
         if version == .http10 && hosts > 1 {
-            return .failure(refusal(headers, .badRequest("more than one Host field")))
+            return .failure(refusal(headers, method, target, .badRequest("more than one Host field")))
         }
         return .success(HTTPRequestHead(
             method: method,
@@ -130,10 +130,11 @@ enum HeadParser {
         ))
     }
 
-    /// `error`, carrying the fields read so far.
-    static func refusal(_ headers: HTTPHeaders, _ error: HTTPFramingError) -> HTTPFramingError {
+    /// `error`, carrying the request line and the fields read so far.
+    static func refusal(_ headers: HTTPHeaders, _ method: String, _ target: String, _ error: HTTPFramingError) -> HTTPFramingError {
         var error = error
         error.requestHeaders = headers
+        error.requestLine = (method, target)
         return error
     }
 

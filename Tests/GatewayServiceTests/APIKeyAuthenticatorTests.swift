@@ -55,3 +55,35 @@ struct APIKeyAuthenticatorTests {
         #expect(!APIKeyAuthenticator.constantTimeEquals(key + [UInt8](repeating: 0, count: 256), key))
     }
 }
+
+/// Which key asked, for the access log: the key's fingerprint, never the key.
+@Suite("APIKeyAuthenticator: callers")
+struct APIKeyCallerTests {
+    /// The first 12 hex digits of each key's SHA-256
+    /// (`printf %s key-0123456789abcdef | sha256sum | cut -c1-12`).
+    @Test func aKeyIsNamedByTheStartOfItsSHA256() {
+        #expect(APIKeyAuthenticator.fingerprint(of: APIKeyAuthenticatorTests.first) == "97b2173c4f5d")
+        #expect(APIKeyAuthenticator.fingerprint(of: APIKeyAuthenticatorTests.second) == "dec036f50c8f")
+    }
+
+    @Test func eachCallerIsToldApart() {
+        let authenticator = APIKeyAuthenticatorTests.authenticator
+        #expect(authenticator.identify("Bearer \(APIKeyAuthenticatorTests.first)").logValue == "97b2173c4f5d")
+        #expect(authenticator.identify("bearer \(APIKeyAuthenticatorTests.second)").logValue == "dec036f50c8f")
+        #expect(authenticator.identify("Bearer \(APIKeyAuthenticatorTests.first)") == .key(AccessNote(apiKey: "97b2173c4f5d")))
+        #expect(authenticator.identify(nil) == .missing)
+        #expect(authenticator.identify("Bearer key-0123456789abcdeX") == .refused)
+        #expect(authenticator.identify("Basic \(APIKeyAuthenticatorTests.first)") == .refused)
+        #expect(APIKeyAuthenticator(keys: []).identify("Bearer anything") == .open)
+    }
+
+    @Test func theLogValueNeverHoldsTheKey() {
+        #expect(APIKeyAuthenticator.Caller.open.logValue == nil)
+        #expect(APIKeyAuthenticator.Caller.key(AccessNote(apiKey: "97b2173c4f5d")).logValue == "97b2173c4f5d")
+        #expect(APIKeyAuthenticator.Caller.missing.logValue == "none")
+        #expect(APIKeyAuthenticator.Caller.refused.logValue == "unknown")
+        #expect(APIKeyAuthenticator.Caller.missing.isAuthorized == false)
+        #expect(APIKeyAuthenticator.Caller.refused.isAuthorized == false)
+        #expect(APIKeyAuthenticator.Caller.open.isAuthorized)
+    }
+}

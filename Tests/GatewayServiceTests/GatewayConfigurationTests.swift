@@ -79,7 +79,7 @@ struct GatewayConfigurationTests {
 
     @Test func everySettingIsRead() throws {
         let configuration = try GatewayConfiguration.load(environment: [
-            "GATEWAY_LISTEN": "[::1]:9090",
+            "GATEWAY_LISTEN": "[::1]:8088",
             "GATEWAY_WORKERS": "3",
             "GATEWAY_DEFAULT_COUNTRY": "de",
             "GATEWAY_MAX_IDS": "120",
@@ -104,7 +104,7 @@ struct GatewayConfigurationTests {
             "LOG_FORMAT": "text",
         ])
         #expect(configuration.listenHost == "::1")
-        #expect(configuration.listenPort == 9090)
+        #expect(configuration.listenPort == 8088)
         #expect(configuration.workers == 3)
         #expect(configuration.defaultCountry == CountryCode("DE"))
         #expect(configuration.maxIdentifiers == 120)
@@ -343,11 +343,11 @@ struct GatewayConfigurationTests {
 
     @Test func theAdminListenerIsOptionalAndNeedsAPortOfItsOwn() throws {
         #expect(try GatewayConfiguration.load(environment: [:]).adminListen == nil)
-        let set = try GatewayConfiguration.load(environment: ["GATEWAY_LISTEN": "0.0.0.0:8080", "GATEWAY_ADMIN_LISTEN": "0.0.0.0:9090"])
-        #expect(set.adminListen == .init(host: "0.0.0.0", port: 9090))
-        #expect(set.redactedSummary.contains { $0 == ("GATEWAY_ADMIN_LISTEN", "0.0.0.0:9090") })
+        let set = try GatewayConfiguration.load(environment: ["GATEWAY_LISTEN": "0.0.0.0:8080", "GATEWAY_ADMIN_LISTEN": "0.0.0.0:9464"])
+        #expect(set.adminListen == .init(host: "0.0.0.0", port: 9464))
+        #expect(set.redactedSummary.contains { $0 == ("GATEWAY_ADMIN_LISTEN", "0.0.0.0:9464") })
         #expect(try GatewayConfiguration.load(environment: [:], overrides: [.adminListen: "[::1]:9091"]).adminListen == .init(host: "::1", port: 9091))
-        #expect(Self.error(["GATEWAY_ADMIN_LISTEN": "9090"])?.variable == "GATEWAY_ADMIN_LISTEN")
+        #expect(Self.error(["GATEWAY_ADMIN_LISTEN": "9464"])?.variable == "GATEWAY_ADMIN_LISTEN")
         #expect(Self.error(["GATEWAY_ADMIN_LISTEN": "0.0.0.0:70000"])?.variable == "GATEWAY_ADMIN_LISTEN")
         // Both listeners use SO_REUSEPORT: one port would split the callers
         // between them.
@@ -401,7 +401,7 @@ struct MessageHygieneTests {
         // Redacted before it is cut: a cut never leaves the part before
         // the `@` it no longer sees.
         #expect(URLRedaction.quoted("redis:PASSWORD@host", limit: 8) == "***@host")
-        #expect(URLRedaction.quoted("0.0.0.0:9090", limit: 100) == "0.0.0.0:9090")
+        #expect(URLRedaction.quoted("0.0.0.0:9464", limit: 100) == "0.0.0.0:9464")
     }
 
     /// Values of the forms above, each with the secret `s3cr3t`.

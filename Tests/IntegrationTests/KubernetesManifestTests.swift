@@ -113,7 +113,7 @@ struct KubernetesManifestTests {
     @Test func probesAndTheScrapeUseTheAdminListener() async throws {
         let settings = try #require(try Self.documents("configmap.yaml").first { $0["kind"]?.stringValue == "ConfigMap" }?["data"]?.objectValue)
         let adminListen = try #require(settings["GATEWAY_ADMIN_LISTEN"]?.stringValue)
-        #expect(adminListen == "0.0.0.0:9090")
+        #expect(adminListen == "0.0.0.0:9464")
 
         // `defaultMode: 0440` is an octal number, which has no JSON form.
         let deploymentText = try String(contentsOf: Self.manifests.appendingPathComponent("deployment.yaml"), encoding: .utf8)
@@ -123,13 +123,13 @@ struct KubernetesManifestTests {
         let template = try #require(deployment["spec"]?["template"]?.objectValue)
         let annotations = template["metadata"]?["annotations"]
         #expect(annotations?["prometheus.io/scrape"]?.stringValue == "true")
-        #expect(annotations?["prometheus.io/port"]?.stringValue == "9090")
+        #expect(annotations?["prometheus.io/port"]?.stringValue == "9464")
         #expect(annotations?["prometheus.io/path"]?.stringValue == "/metrics")
         let containers = template["spec"]?["containers"]?.arrayValue ?? []
         let gateway = try #require(containers.first { $0["name"]?.stringValue == "gateway" }?.objectValue)
         let ports = gateway["ports"]?.arrayValue ?? []
         let admin = try #require(ports.first { $0["name"]?.stringValue == "admin" })
-        #expect(admin["containerPort"] == 9090)
+        #expect(admin["containerPort"] == 9464)
         var probePaths: [String] = []
         for probe in ["livenessProbe", "readinessProbe"] {
             #expect(gateway[probe]?["httpGet"]?["port"]?.stringValue == "admin", "\(probe)")
@@ -139,7 +139,7 @@ struct KubernetesManifestTests {
 
         let service = try #require(try Self.documents("service.yaml").first { $0["kind"]?.stringValue == "Service" })
         let servicePorts = service["spec"]?["ports"]?.arrayValue ?? []
-        #expect(!servicePorts.contains { $0["targetPort"]?.stringValue == "admin" || $0["targetPort"] == 9090 })
+        #expect(!servicePorts.contains { $0["targetPort"]?.stringValue == "admin" || $0["targetPort"] == 9464 })
 
         // The ConfigMap as shipped, its placeholders filled and the ports
         // made free ones.

@@ -160,6 +160,7 @@ public final class GatewayApplication: Service {
             ).withUnwrittenBytesBounded(byAnswersOf: configuration.maxAnswerBytes),
             admin: configuration.adminListen,
             logger: logger,
+            accessLog: AccessLog(metrics: metrics, logger: logger),
             handler: handler,
             readiness: readiness
         )

@@ -104,16 +104,20 @@ public final class ProductsFetchService: Sendable {
 
     private func fetchImmediately(_ parsed: FetchProductsParams, region: ResolvedRegion, context: RPCCallContext) -> JSONRPCImmediateOutcome {
         let loop = context.loop
-        var machine = ProductsCallStateMachine(call: begin(parsed, region: region, requestID: context.requestID, arrived: context.arrived, on: loop))
+        // Nil unless LOG_LEVEL=debug.
+        var trace = CallTrace(context: context, identifiers: parsed.productIdentifiers.count)
+        var machine = ProductsCallStateMachine(call: begin(parsed, region: region, requestID: context.requestID, arrived: context.arrived, on: loop, trace: &trace))
         let first = machine.memoryLookedUp(sharedTier: sharedTier != nil, now: .now)
         switch first {
         case .answer(let outcome):
+            trace?.log(identifiers: machine.call.identifiers, outcome: outcome)
             return .answer(rpcOutcome(outcome, requestID: context.requestID, logger: context.logger))
         case .deadlinePassed:
+            trace?.log(identifiers: machine.call.identifiers, outcome: .failure(deadlineFailure))
             return .answer(rpcOutcome(.failure(deadlineFailure), requestID: context.requestID, logger: context.logger))
         default:
-            return .later { [self, machine] answer in
-                ProductsCallDriver(service: self, machine: machine, loop: loop) { [self] outcome in
+            return .later { [self, machine, trace] answer in
+                ProductsCallDriver(service: self, machine: machine, loop: loop, trace: trace) { [self] outcome in
                     answer(rpcOutcome(outcome, requestID: context.requestID, logger: context.logger))
                 }.perform(first)
             }
@@ -158,7 +162,7 @@ public final class ProductsFetchService: Sendable {
     /// A valid call after its memory lookup: fresh entries answer, and
     /// `stale-while-revalidate` ones answer and are refreshed in the
     /// background.
-    private func begin(_ params: FetchProductsParams, region: ResolvedRegion, requestID: String, arrived: ContinuousClock.Instant, on loop: EventLoop) -> CallInProgress {
+    private func begin(_ params: FetchProductsParams, region: ResolvedRegion, requestID: String, arrived: ContinuousClock.Instant, on loop: EventLoop, trace: inout CallTrace?) -> CallInProgress {
         let started = ContinuousClock.now
         var call = CallInProgress(
             identifiers: params.productIdentifiers,
@@ -170,6 +174,7 @@ public final class ProductsFetchService: Sendable {
         var stale: [String] = []
         let hits = cache.lookup(scope: call.scope, identifiers: call.identifiers, now: started, into: &call.answers, revalidating: &stale)
         metrics.recordCacheHits(hits)
+        trace?.memoryLookedUp(call.answers, identifiers: call.identifiers, stale: stale)
         if !stale.isEmpty {
             metrics.recordStaleIdentifiers(stale.count)
             var none: SharedPreclaim?
@@ -315,11 +320,14 @@ private final class ProductsCallDriver: @unchecked Sendable {
     /// The coalescer's keys of the identifiers the shared tier was asked,
     /// for the claim that follows when the same list is still missing.
     private var lookupKeys: (identifiers: [String], keys: [ScopedIdentifier])?
+    /// The call's steps, at `LOG_LEVEL=debug` only.
+    private var trace: CallTrace?
 
-    init(service: ProductsFetchService, machine: ProductsCallStateMachine, loop: EventLoop, answer: @escaping @Sendable (Result<EncodedJSON, ProductsFetchFailure>) -> Void) {
+    init(service: ProductsFetchService, machine: ProductsCallStateMachine, loop: EventLoop, trace: CallTrace?, answer: @escaping @Sendable (Result<EncodedJSON, ProductsFetchFailure>) -> Void) {
         self.service = service
         self.machine = machine
         self.loop = loop
+        self.trace = trace
         self.answer = answer
     }
 
@@ -352,6 +360,7 @@ private final class ProductsCallDriver: @unchecked Sendable {
                 tier.lookup(scope: machine.call.scope, identifiers: asked, on: loop) { [self] found in
                     machine.call.preclaim = found?.claims
                     if let found { service.absorbShared(found.entries, asked: asked, into: &machine.call, on: loop) }
+                    trace?.sharedTierAnswered(machine.call.answers, asked: asked.count)
                     perform(machine.sharedTierAnswered(now: .now))
                 }
                 return
@@ -363,14 +372,15 @@ private final class ProductsCallDriver: @unchecked Sendable {
                 lookupKeys = nil
                 service.metrics.recordCoalesced(claim.joinedIdentifierCount)
                 service.startFetches(claim.started, for: &machine.call, on: loop)
+                trace?.fetchesClaimed(started: claim.started)
                 action = machine.fetchesClaimed(claim.fetches)
             case .waitFor(let fetch):
                 if let outcome = fetch.settledOutcome {
-                    action = machine.fetchEnded(outcome)
+                    action = fetchEnded(fetch, outcome)
                     continue
                 }
                 fetch.whenDone(on: loop, until: machine.call.deadline, onDeadline: service.waitDeadlineFailure) { [self] outcome in
-                    perform(machine.fetchEnded(outcome))
+                    perform(fetchEnded(fetch, outcome))
                 }
                 return
             case .coverWithStale(let fetch):
@@ -378,16 +388,29 @@ private final class ProductsCallDriver: @unchecked Sendable {
                     scope: machine.call.scope, identifiers: machine.call.identifiers, failedIdentifiers: fetch.identifiers, now: .now, into: &machine.call.answers
                 )
                 service.metrics.recordStaleIdentifiers(fallback.filled)
+                trace?.staleCovered(machine.call.answers)
                 action = machine.staleCovered(complete: fallback.complete)
             case .deadlinePassed:
                 service.releaseLeases(of: &machine.call, on: loop)
+                trace?.log(identifiers: machine.call.identifiers, outcome: .failure(service.deadlineFailure))
                 answer(.failure(service.deadlineFailure))
                 return
             case .answer(let outcome):
                 service.releaseLeases(of: &machine.call, on: loop)
+                trace?.log(identifiers: machine.call.identifiers, outcome: outcome)
                 answer(outcome)
                 return
             }
         }
+    }
+
+    /// The machine's next action after `fetch` ended, traced at debug.
+    private func fetchEnded(_ fetch: CoalescedFetch, _ outcome: CoalescedFetch.Outcome) -> ProductsCallStateMachine.Action {
+        let action = machine.fetchEnded(outcome)
+        if trace != nil {
+            let failed = if case .failure = outcome { true } else { false }
+            trace?.fetchEnded(fetch, identifiers: machine.call.identifiers, failed: failed)
+        }
+        return action
     }
 }

@@ -86,16 +86,21 @@ final class GatewayHTTPHandler: Sendable {
 
     private func handleRPC(_ request: HTTPServerRequest, requestID: String, headers: consuming HTTPHeaders, responder: consuming HTTPResponder) {
         var headers = headers
-        guard authenticator.isAuthorized(request.headers["Authorization"]) else {
+        // The field is looked up only when keys are configured: a lookup
+        // compares every field's name, on every call.
+        let caller = authenticator.isEnabled ? authenticator.identify(request.headers["Authorization"]) : .open
+        // For the access line: which key asked (nil without keys: no note).
+        let note = caller.note
+        guard caller.isAuthorized else {
             headers.add("WWW-Authenticate", #"Bearer realm="products-gateway""#)
-            responder.send(Self.problem(401, "missing or unknown API key; send Authorization: Bearer <key>", headers: headers))
+            responder.send(Self.problem(401, "missing or unknown API key; send Authorization: Bearer <key>", headers: headers, note: note))
             return
         }
         if let contentType = request.headers["Content-Type"], !Self.isJSON(contentType) {
-            responder.send(Self.problem(415, "Content-Type must be application/json, got \(contentType.prefix(100))", headers: headers))
+            responder.send(Self.problem(415, "Content-Type must be application/json, got \(contentType.prefix(100))", headers: headers, note: note))
             return
         }
-        let context = RPCCallContext(requestID: requestID, logger: logger, loop: request.loop)
+        let context = RPCCallContext(requestID: requestID, logger: logger, loop: request.loop, arrived: request.received)
         // A call served from memory (or refused) is answered right here, on
         // the loop, with no task; one that misses memory is answered from
         // the callback that completes it (a Redis reply, a fetch's end, its
@@ -106,12 +111,12 @@ final class GatewayHTTPHandler: Sendable {
         case .answered(let reply):
             // Handed over, not copied: adding Content-Type then needs no
             // copy of the list.
-            responder.send(Self.response(reply, headers: consume headers))
+            responder.send(Self.response(reply, headers: consume headers, note: note))
         case .deferred(let call):
             calls.enter()
             let answer = responder.deferred()
             call.begin { [calls, headers] reply in
-                answer.send(Self.response(reply, headers: headers))
+                answer.send(Self.response(reply, headers: headers, note: note))
                 calls.leave()
             }
         case .pending(let pending):
@@ -135,7 +140,7 @@ final class GatewayHTTPHandler: Sendable {
                     case .queueFull:
                         var busy = headers
                         busy.add("Retry-After", "1")
-                        return Self.problem(503, "\(batchTurns.maxWaiting) batches are already waiting for their turn (4 x GATEWAY_BATCH_CONCURRENCY); retry in a second", headers: busy)
+                        return Self.problem(503, "\(batchTurns.maxWaiting) batches are already waiting for their turn (4 x GATEWAY_BATCH_CONCURRENCY); retry in a second", headers: busy, note: note)
                     case .deadlinePassed:
                         turn = nil
                     case .cancelled:
@@ -145,27 +150,30 @@ final class GatewayHTTPHandler: Sendable {
                         // so, as a full queue tells it.
                         var gone = headers
                         gone.add("Retry-After", "1")
-                        return Self.problem(503, "the connection was closed while the batch waited for its turn; it left the queue unanswered", headers: gone)
+                        return Self.problem(503, "the connection was closed while the batch waited for its turn; it left the queue unanswered", headers: gone, note: note)
                     }
                 }
                 // The turn ends with this closure, as the answer is handed
                 // to the connection: what waits for a slow reader is bounded
                 // by the front's total of unwritten answers, not by turns.
                 defer { withExtendedLifetime(turn) {} }
-                return Self.response(await pending.finish(), headers: headers)
+                return Self.response(await pending.finish(), headers: headers, note: note)
             }
         }
     }
 
-    private static func response(_ reply: JSONRPCReply, headers: consuming HTTPHeaders) -> HTTPResponse {
+    private static func response(_ reply: JSONRPCReply, headers: consuming HTTPHeaders, note: AccessNote?) -> HTTPResponse {
+        var response: HTTPResponse
         switch reply {
         case .noContent:
-            return HTTPResponse(status: 204, headers: headers)
+            response = HTTPResponse(status: 204, headers: headers)
         case .json(let body):
             var headers = headers
             headers.add("Content-Type", "application/json")
-            return HTTPResponse(status: 200, headers: headers, body: body)
+            response = HTTPResponse(status: 200, headers: headers, body: body)
         }
+        if let note { response.note = note }
+        return response
     }
 
     /// The answer to a request the HTTP front refused while reading it:
@@ -208,10 +216,12 @@ final class GatewayHTTPHandler: Sendable {
     }
 
     /// A small JSON error body for HTTP-level refusals.
-    static func problem(_ status: Int, _ message: String, headers: HTTPHeaders) -> HTTPResponse {
+    static func problem(_ status: Int, _ message: String, headers: HTTPHeaders, note: AccessNote? = nil) -> HTTPResponse {
         var headers = headers
         headers.add("Content-Type", "application/json")
         let body: JSONValue = .object(["error": .object(["status": .integer(status), "message": .string(message)])])
-        return HTTPResponse(status: status, headers: headers, body: body.serialized())
+        var response = HTTPResponse(status: status, headers: headers, body: body.serialized())
+        if let note { response.note = note }
+        return response
     }
 }

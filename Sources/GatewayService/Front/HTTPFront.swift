@@ -26,8 +26,12 @@ final class HTTPFront: Sendable {
     private let handler: GatewayHTTPHandler
     private let readiness: ReadinessState
 
-    init(group: EventLoopGroup, configuration: HTTPServerConfiguration, admin adminAddress: GatewayConfiguration.ListenAddress?, logger: Logger, handler: GatewayHTTPHandler, readiness: ReadinessState) {
-        self.server = HTTPServer(group: group, configuration: configuration, logger: logger, problemResponder: GatewayHTTPHandler.framingProblem) { request, responder in
+    /// - Parameter accessLog: sees every answer of the main listener (not
+    ///   the admin one's probes and scrapes).
+    init(group: EventLoopGroup, configuration: HTTPServerConfiguration, admin adminAddress: GatewayConfiguration.ListenAddress?, logger: Logger, accessLog: AccessLog, handler: GatewayHTTPHandler, readiness: ReadinessState) {
+        self.server = HTTPServer(
+            group: group, configuration: configuration, logger: logger, problemResponder: GatewayHTTPHandler.framingProblem, answerObserver: accessLog
+        ) { request, responder in
             handler.handle(request, responder: responder)
         }
         self.admin = adminAddress.map { address in
