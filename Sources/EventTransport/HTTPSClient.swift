@@ -15,7 +15,9 @@ public struct HTTPSClientConfiguration: Sendable {
     /// Host name (verified against the certificate, and sent as SNI) or address.
     public var host: String
     public var port: Int
-    public var tls: TLSClientContext
+    /// Nil for plain `http://` (a trace collector on loopback); the
+    /// upstream always has one.
+    public var tls: TLSClientContext?
     /// The longest one exchange may take, from sending to the last byte
     /// (`UPSTREAM_TIMEOUT_MS`); also bounds connecting and each wait.
     public var timeoutMilliseconds: Int
@@ -37,7 +39,7 @@ public struct HTTPSClientConfiguration: Sendable {
     public init(
         host: String,
         port: Int,
-        tls: TLSClientContext,
+        tls: TLSClientContext?,
         timeoutMilliseconds: Int,
         maxConcurrentExchanges: Int = 64,
         maxIdleConnectionsPerLoop: Int? = nil,
@@ -127,6 +129,13 @@ public final class HTTPSClient: Sendable {
     /// - Parameter leaseDeadline: How long the request may wait for a lease
     ///   when `UPSTREAM_CONCURRENCY` exchanges are already in flight.
     public func get(on loop: EventLoop, path: String, headers: HTTPHeaders, leaseDeadline: ContinuousClock.Instant, completion: @escaping @Sendable (Result<HTTPClientResponse, HTTPClientError>) -> Void) {
+        send(on: loop, method: "GET", path: path, headers: headers, body: nil, leaseDeadline: leaseDeadline, completion: completion)
+    }
+
+    /// ``get(on:path:headers:leaseDeadline:completion:)`` for any method,
+    /// with a body (sent with its `Content-Length`): the trace exporter's
+    /// `POST`.
+    public func send(on loop: EventLoop, method: String, path: String, headers: HTTPHeaders, body: [UInt8]?, leaseDeadline: ContinuousClock.Instant, completion: @escaping @Sendable (Result<HTTPClientResponse, HTTPClientError>) -> Void) {
         let pool: HTTPSConnectionPool
         if let own = pools.first(where: { $0.loop === loop }) {
             pool = own
@@ -135,7 +144,9 @@ public final class HTTPSClient: Sendable {
             pool = pools.first { $0.loop === next } ?? pools[0]
         }
         let request = PendingRequest(
+            method: method,
             path: path,
+            body: body,
             headers: headers,
             leaseDeadline: leaseDeadline,
             waiterID: nextWaiterID.add(1, ordering: .relaxed).oldValue,
@@ -180,7 +191,9 @@ public final class HTTPSClient: Sendable {
 /// Loop-bound to the loop it started on; it crosses threads only inside the
 /// pool's state (as a waiter) and comes back to its loop to run.
 final class PendingRequest: @unchecked Sendable {
+    let method: String
     let path: String
+    let body: [UInt8]?
     let headers: HTTPHeaders
     let leaseDeadline: ContinuousClock.Instant
     let waiterID: Int
@@ -190,7 +203,9 @@ final class PendingRequest: @unchecked Sendable {
     var mayRetryStale = true
     private var completion: ((Result<HTTPClientResponse, HTTPClientError>) -> Void)?
 
-    init(path: String, headers: HTTPHeaders, leaseDeadline: ContinuousClock.Instant, waiterID: Int, completion: @escaping (Result<HTTPClientResponse, HTTPClientError>) -> Void) {
+    init(method: String = "GET", path: String, body: [UInt8]? = nil, headers: HTTPHeaders, leaseDeadline: ContinuousClock.Instant, waiterID: Int, completion: @escaping (Result<HTTPClientResponse, HTTPClientError>) -> Void) {
+        self.method = method
+        self.body = body
         self.path = path
         self.headers = headers
         self.leaseDeadline = leaseDeadline
@@ -293,7 +308,7 @@ final class HTTPSConnectionPool: @unchecked Sendable {
         }
         let wasReused = connection.completedExchanges > 0
         configuration.observer?.exchangeStarted()
-        connection.send(path: request.path, headers: request.headers) { [self] result in
+        connection.send(method: request.method, path: request.path, headers: request.headers, body: request.body) { [self] result in
             configuration.observer?.exchangeEnded()
             // A kept-alive connection the server closed while it sat idle
             // fails before any answer: try once more on a fresh one, under

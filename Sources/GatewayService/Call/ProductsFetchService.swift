@@ -5,6 +5,7 @@ import EventTransport
 import JSONRPC
 import Logging
 import ProductsDomain
+import Tracing
 
 /// `products.fetch`: validation, region, cache, coalescing, fan-out,
 /// merge, normalisation and the error mapping, source-agnostic.
@@ -104,7 +105,7 @@ public final class ProductsFetchService: Sendable {
 
     private func fetchImmediately(_ parsed: FetchProductsParams, region: ResolvedRegion, context: RPCCallContext) -> JSONRPCImmediateOutcome {
         let loop = context.loop
-        var machine = ProductsCallStateMachine(call: begin(parsed, region: region, requestID: context.requestID, arrived: context.arrived, on: loop))
+        var machine = ProductsCallStateMachine(call: begin(parsed, region: region, requestID: context.requestID, arrived: context.arrived, trace: context.trace.propagated, on: loop))
         let first = machine.memoryLookedUp(sharedTier: sharedTier != nil, now: .now)
         switch first {
         case .answer(let outcome):
@@ -158,7 +159,7 @@ public final class ProductsFetchService: Sendable {
     /// A valid call after its memory lookup: fresh entries answer, and
     /// `stale-while-revalidate` ones answer and are refreshed in the
     /// background.
-    private func begin(_ params: FetchProductsParams, region: ResolvedRegion, requestID: String, arrived: ContinuousClock.Instant, on loop: EventLoop) -> CallInProgress {
+    private func begin(_ params: FetchProductsParams, region: ResolvedRegion, requestID: String, arrived: ContinuousClock.Instant, trace: PropagatedTrace, on loop: EventLoop) -> CallInProgress {
         let started = ContinuousClock.now
         var call = CallInProgress(
             identifiers: params.productIdentifiers,
@@ -167,13 +168,14 @@ public final class ProductsFetchService: Sendable {
             requestID: requestID,
             deadline: arrived + settings.requestTimeout
         )
+        call.trace = trace
         var stale: [String] = []
         let hits = cache.lookup(scope: call.scope, identifiers: call.identifiers, now: started, into: &call.answers, revalidating: &stale)
         metrics.recordCacheHits(hits)
         if !stale.isEmpty {
             metrics.recordStaleIdentifiers(stale.count)
             var none: SharedPreclaim?
-            revalidate(stale, scope: call.scope, requestID: requestID, deadline: call.deadline, preclaim: &none, on: loop)
+            revalidate(stale, scope: call.scope, requestID: requestID, deadline: call.deadline, trace: trace, preclaim: &none, on: loop)
         }
         return call
     }
@@ -213,7 +215,7 @@ public final class ProductsFetchService: Sendable {
             _ = cache.lookup(scope: call.scope, identifiers: identifiers, now: .now, into: &call.answers, revalidating: &revalidating)
             if !revalidating.isEmpty {
                 metrics.recordStaleIdentifiers(revalidating.count)
-                revalidate(revalidating, scope: call.scope, requestID: call.requestID, deadline: call.deadline, preclaim: &call.preclaim, on: loop)
+                revalidate(revalidating, scope: call.scope, requestID: call.requestID, deadline: call.deadline, trace: call.trace, preclaim: &call.preclaim, on: loop)
             }
         }
     }
@@ -222,16 +224,16 @@ public final class ProductsFetchService: Sendable {
     /// answered stale, coalesced like any fetch (an identifier already being
     /// fetched is not asked again). Nobody waits for it; its success
     /// refreshes the cache, its failure is forgotten.
-    private func revalidate(_ identifiers: [String], scope: FetchScope, requestID: String, deadline: ContinuousClock.Instant, preclaim: inout SharedPreclaim?, on loop: EventLoop) {
-        let claim = coalescer.claim(scope: scope, identifiers: identifiers, chunkSize: settings.upstreamMaxIDs)
-        for fetch in claim.started { start(fetch, requestID: requestID, deadline: deadline, preclaim: adopt(fetch, from: &preclaim), on: loop) }
+    private func revalidate(_ identifiers: [String], scope: FetchScope, requestID: String, deadline: ContinuousClock.Instant, trace: PropagatedTrace?, preclaim: inout SharedPreclaim?, on loop: EventLoop) {
+        let claim = coalescer.claim(scope: scope, identifiers: identifiers, chunkSize: settings.upstreamMaxIDs, origin: trace?.recordedSpan)
+        for fetch in claim.started { start(fetch, requestID: requestID, deadline: deadline, trace: trace, preclaim: adopt(fetch, from: &preclaim), on: loop) }
     }
 
     /// Starts a call's new fetches, each with the leases the call's lookup
     /// took for its identifiers; leases no fetch adopted are released.
     fileprivate func startFetches(_ started: [CoalescedFetch], for call: inout CallInProgress, on loop: EventLoop) {
         for fetch in started {
-            start(fetch, requestID: call.requestID, deadline: call.deadline, preclaim: adopt(fetch, from: &call.preclaim), on: loop)
+            start(fetch, requestID: call.requestID, deadline: call.deadline, trace: call.trace, preclaim: adopt(fetch, from: &call.preclaim), on: loop)
         }
         releaseLeases(of: &call, on: loop)
     }
@@ -262,8 +264,8 @@ public final class ProductsFetchService: Sendable {
     /// until `finish`. The source runs it on `loop`, the loop of the call
     /// that started it, by callback: the fetch, its upstream exchange and
     /// its timers stay there.
-    private func start(_ fetch: CoalescedFetch, requestID: String, deadline: ContinuousClock.Instant, preclaim: SharedPreclaim?, on loop: EventLoop) {
-        var request = SourceRequest(scope: fetch.scope, identifiers: fetch.identifiers, requestID: requestID, deadline: deadline)
+    private func start(_ fetch: CoalescedFetch, requestID: String, deadline: ContinuousClock.Instant, trace: PropagatedTrace?, preclaim: SharedPreclaim?, on loop: EventLoop) {
+        var request = SourceRequest(scope: fetch.scope, identifiers: fetch.identifiers, requestID: requestID, deadline: deadline, trace: trace)
         request.preclaim = preclaim
         let source = self.source
         let cache = self.cache
@@ -354,11 +356,19 @@ private final class ProductsCallDriver: @unchecked Sendable {
                 }
                 return
             case .fetch(let missing):
+                let trace = machine.call.trace
                 let claim = service.coalescer.claim(
                     scope: machine.call.scope, identifiers: missing, keys: lookupKeys.flatMap { Self.sameList(missing, $0.identifiers) ? $0.keys : nil },
-                    chunkSize: service.settings.upstreamMaxIDs
+                    chunkSize: service.settings.upstreamMaxIDs, origin: trace?.recordedSpan
                 )
                 lookupKeys = nil
+                if let links = trace?.links, claim.fetches.count > claim.started.count {
+                    // Joined a fetch another call started: this call's
+                    // span links to that call's.
+                    for fetch in claim.fetches {
+                        if let origin = fetch.origin, origin != trace?.span { links.add(origin) }
+                    }
+                }
                 service.metrics.recordCoalesced(claim.joinedIdentifierCount)
                 service.startFetches(claim.started, for: &machine.call, on: loop)
                 action = machine.fetchesClaimed(claim.fetches)

@@ -21,9 +21,13 @@ final class GatewayHTTPHandler: Sendable {
     /// `GATEWAY_REQUEST_TIMEOUT_MS`: a batch waits for its turn at most
     /// until its calls' deadline.
     private let requestTimeout: Duration
+    /// Continues the caller's trace (`traceparent`, `tracestate`) or
+    /// starts one, per call.
+    private let tracer: Tracer
 
-    init(rpc: JSONRPCServer<RPCCallContext>, authenticator: APIKeyAuthenticator, readiness: ReadinessState, metrics: GatewayMetrics, openAPIDocument: [UInt8], batchTurns: BatchTurns, requestTimeout: Duration = .seconds(5), logger: Logger) {
+    init(rpc: JSONRPCServer<RPCCallContext>, authenticator: APIKeyAuthenticator, readiness: ReadinessState, metrics: GatewayMetrics, openAPIDocument: [UInt8], batchTurns: BatchTurns, requestTimeout: Duration = .seconds(5), tracer: Tracer = Tracer(), logger: Logger) {
         self.rpc = rpc
+        self.tracer = tracer
         self.batchTurns = batchTurns
         self.requestTimeout = requestTimeout
         self.authenticator = authenticator
@@ -95,7 +99,8 @@ final class GatewayHTTPHandler: Sendable {
             responder.send(Self.problem(415, "Content-Type must be application/json, got \(contentType.prefix(100))", headers: headers))
             return
         }
-        let context = RPCCallContext(requestID: requestID, logger: logger, loop: request.loop)
+        let trace = tracer.begin(traceparent: request.headers["traceparent"], tracestate: Self.traceState(request.headers))
+        let context = RPCCallContext(requestID: requestID, logger: logger, loop: request.loop, trace: trace)
         // A call served from memory (or refused) is answered right here, on
         // the loop, with no task; one that misses memory is answered from
         // the callback that completes it (a Redis reply, a fetch's end, its
@@ -155,6 +160,14 @@ final class GatewayHTTPHandler: Sendable {
                 return Self.response(await pending.finish(), headers: headers)
             }
         }
+    }
+
+    /// `tracestate`: one field, or several joined with commas (RFC 9110's
+    /// rule for a list field sent more than once).
+    private static func traceState(_ headers: HTTPHeaders) -> String? {
+        guard let first = headers["tracestate"] else { return nil }
+        let all = headers.values("tracestate")
+        return all.count == 1 ? first : all.joined(separator: ",")
     }
 
     private static func response(_ reply: JSONRPCReply, headers: consuming HTTPHeaders) -> HTTPResponse {
