@@ -218,7 +218,7 @@ let package = Package(
         .testTarget(
             name: "IntegrationTests",
             dependencies: [
-                "GatewayService", "MemoryTier", "RedisTier", "GatewayMetrics", "MockUpstream", "EventTransport", "JSONRPC", "ProductsDomain", "ProductsGatewayCLI", "MockUpstreamCLI", "ServiceDescription", "FaultProxy", "Tracing",
+                "GatewayService", "MemoryTier", "RedisTier", "GatewayMetrics", "MockUpstream", "EventTransport", "JSONRPC", "ProductsDomain", "ProductsGatewayCLI", "MockUpstreamCLI", "ServiceDescription", "FaultProxy", "Tracing", "EvhttpTestServer",
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
             swiftSettings: testSwift
