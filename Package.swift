@@ -199,8 +199,9 @@ let package = Package(
 
         // MARK: Fuzzing: libFuzzer's entry point over JSONRPC.
         // It also reads the input as what Redis may hold (the shared tier's
-        // entries and messages), through GatewayService's package API.
-        .executableTarget(name: "JSONRPCFuzz", dependencies: ["JSONRPC", "ProductsDomain", "MemoryTier", "RedisTier"], swiftSettings: strictSwift),
+        // entries and messages), through GatewayService's package API, and
+        // as traceparent and tracestate headers.
+        .executableTarget(name: "JSONRPCFuzz", dependencies: ["JSONRPC", "ProductsDomain", "MemoryTier", "RedisTier", "Tracing"], swiftSettings: strictSwift),
 
         // MARK: Tests.
         .testTarget(
