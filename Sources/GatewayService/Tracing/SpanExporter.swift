@@ -121,9 +121,14 @@ final class SpanExporter: Sendable {
             queue.kicked = false
             guard !queue.exporting, !queue.spans.isEmpty else { return nil }
             queue.exporting = true
-            let count = min(queue.spans.count, maxBatchSize)
-            let batch = Array(queue.spans.prefix(count))
-            queue.spans.removeFirst(count)
+            guard queue.spans.count > maxBatchSize else {
+                // The usual case: the whole queue is the batch, taken
+                // with no copy.
+                defer { queue.spans = [] }
+                return queue.spans
+            }
+            let batch = Array(queue.spans.prefix(maxBatchSize))
+            queue.spans.removeFirst(maxBatchSize)
             return batch
         }
         guard let batch else {
