@@ -35,6 +35,9 @@ public struct HTTPSClientConfiguration: Sendable {
     public var maxResponseBytes: Int
     /// Told when an exchange starts and ends (the in-flight gauge).
     public var observer: (any HTTPSClientObserver)?
+    /// What the client's messages call the server and the settings behind
+    /// their limits: the upstream's by default.
+    public var naming: HTTPSClientNaming = .upstream
 
     public init(
         host: String,
@@ -70,6 +73,30 @@ extension HTTPSClientConfiguration {
         let leases = max(1, maxConcurrentExchanges)
         return (leases + max(1, loops) - 1) / max(1, loops)
     }
+}
+
+/// The words of a client's error messages: what it calls its server, and
+/// the settings an operator changes for each limit.
+public struct HTTPSClientNaming: Sendable {
+    public var server: String
+    public var timeoutSetting: String
+    public var maxBodySetting: String
+    public var caSetting: String
+    public var concurrencySetting: String
+
+    public init(server: String, timeoutSetting: String, maxBodySetting: String, caSetting: String, concurrencySetting: String) {
+        self.server = server
+        self.timeoutSetting = timeoutSetting
+        self.maxBodySetting = maxBodySetting
+        self.caSetting = caSetting
+        self.concurrencySetting = concurrencySetting
+    }
+
+    /// The Onside upstream's.
+    public static let upstream = HTTPSClientNaming(
+        server: "upstream", timeoutSetting: "UPSTREAM_TIMEOUT_MS", maxBodySetting: "UPSTREAM_MAX_BODY_BYTES",
+        caSetting: "ONSIDE_CA_FILE", concurrencySetting: "UPSTREAM_CONCURRENCY"
+    )
 }
 
 /// Hears of exchanges as they go out and end, on the loop that runs them.
@@ -273,12 +300,13 @@ final class HTTPSConnectionPool: @unchecked Sendable {
             run(request, on: lease)
         case .wait:
             let client = self.client!
+            let naming = configuration.naming
             request.waitTimer = loop.scheduleTimer(at: request.leaseDeadline) {
                 // Nil when the lease was granted meanwhile: then it runs.
                 guard client.state.withLock({ $0.cancelWaiter(request.waiterID) }) != nil else { return }
                 request.complete(.failure(HTTPClientError(
                     kind: .noLease,
-                    message: "no upstream connection became free before the deadline (UPSTREAM_CONCURRENCY exchanges in flight)"
+                    message: "no \(naming.server) connection became free before the deadline (\(naming.concurrencySetting) exchanges in flight)"
                 )))
             }
         case .refuse:

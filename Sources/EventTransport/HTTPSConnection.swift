@@ -260,7 +260,7 @@ final class HTTPSConnection: @unchecked Sendable {
         if let bev = bufferevent { bufferevent_disable(bev, Int16(EV_READ | EV_WRITE)) }
         finish(.failure(HTTPClientError(
             kind: .timeout,
-            message: "no complete answer within \(pool.configuration.timeoutMilliseconds) ms (UPSTREAM_TIMEOUT_MS)"
+            message: "no complete answer within \(pool.configuration.timeoutMilliseconds) ms (\(pool.configuration.naming.timeoutSetting))"
         )))
     }
 
@@ -284,7 +284,7 @@ final class HTTPSConnection: @unchecked Sendable {
     private func clientError(_ failure: HTTPResponseParser.Failure) -> HTTPClientError {
         switch failure {
         case .tooLarge:
-            HTTPClientError(kind: .responseTooLarge, message: "the upstream's answer is larger than \(pool.configuration.maxResponseBytes) bytes (UPSTREAM_MAX_BODY_BYTES)")
+            HTTPClientError(kind: .responseTooLarge, message: "the \(pool.configuration.naming.server)'s answer is larger than \(pool.configuration.maxResponseBytes) bytes (\(pool.configuration.naming.maxBodySetting))")
         case .headerTooLarge(let limit):
             HTTPClientError(kind: .malformedResponse, message: "malformed HTTP response: its header section is over \(limit)")
         case .malformed(let reason):
@@ -317,7 +317,7 @@ final class HTTPSConnection: @unchecked Sendable {
                 return HTTPClientError(kind: .connection, message: "cannot connect to \(peer): connection refused, or the host is unreachable")
             }
         }
-        return HTTPClientError(kind: .connection, message: Self.socketFailure(code, peer: peer))
+        return HTTPClientError(kind: .connection, message: Self.socketFailure(code, peer: peer, server: configuration.naming.server))
     }
 
     /// Whether the socket is connected to a peer (`getpeername`).
@@ -330,12 +330,12 @@ final class HTTPSConnection: @unchecked Sendable {
     }
 
     /// A socket error (an `errno`, 0 for a close) in words.
-    static func socketFailure(_ code: Int32, peer: String) -> String {
+    static func socketFailure(_ code: Int32, peer: String, server: String = "upstream") -> String {
         switch code {
-        case 0: "the upstream \(peer) closed the connection before a complete answer"
+        case 0: "the \(server) \(peer) closed the connection before a complete answer"
         case ECONNREFUSED: "connection refused by \(peer): nothing accepts connections on that port"
         case ECONNRESET: "connection reset by \(peer)"
-        case EPIPE: "connection to \(peer) broken: the upstream closed it while the request was sent"
+        case EPIPE: "connection to \(peer) broken: the \(server) closed it while the request was sent"
         case ETIMEDOUT: "connecting to \(peer) timed out"
         case EHOSTUNREACH, ENETUNREACH: "\(peer) is unreachable: \(String(cString: strerror(code)))"
         default: "connection to \(peer) failed: \(String(cString: strerror(code)))"
@@ -351,7 +351,7 @@ final class HTTPSConnection: @unchecked Sendable {
         if let ssl = bufferevent_openssl_get_ssl(bev) {
             let verify = SSL_get_verify_result(ssl)
             if verify != X509_V_OK {
-                return "certificate verification failed for \(peer): \(String(cString: X509_verify_cert_error_string(verify))) (trusted CAs: the system store, or ONSIDE_CA_FILE)"
+                return "certificate verification failed for \(peer): \(String(cString: X509_verify_cert_error_string(verify))) (trusted CAs: the system store, or \(pool.configuration.naming.caSetting))"
             }
         }
         var messages: [String] = []
@@ -360,7 +360,7 @@ final class HTTPSConnection: @unchecked Sendable {
             guard code >= 0x100 else { continue }
             let reason = OpenSSLErrors.reason(code)
             // OpenSSL 3's words for the peer's close mid-handshake.
-            messages.append(reason == "unexpected eof while reading" ? "the upstream closed the connection during the handshake (\(reason))" : reason)
+            messages.append(reason == "unexpected eof while reading" ? "the \(pool.configuration.naming.server) closed the connection during the handshake (\(reason))" : reason)
         }
         return messages.isEmpty ? nil : "TLS handshake with \(peer) failed: " + messages.joined(separator: "; ")
     }

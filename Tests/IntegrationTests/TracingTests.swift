@@ -197,6 +197,7 @@ import Tracing
         let collector = try TestCollector()
         defer { collector.stop() }
         collector.setMode(mode)
+        let started = ContinuousClock.now
         let gateway = try await GatewayProcess.start(Self.exporting(to: collector, ["OTEL_BSP_MAX_EXPORT_BATCH_SIZE": "4", "OTEL_BSP_EXPORT_TIMEOUT": "300"]))
         for index in 0..<40 {
             let response = try await gateway.rpc(MetricsTests.fetch(["premium_monthly"], id: index))
@@ -207,9 +208,11 @@ import Tracing
         #expect(text.contains("gateway_spans_dropped_total"))
         gateway.sendSignal(SIGTERM)
         #expect(await gateway.waitForExit() == 0)
-        // Logged, at most once per 10 s (this test is shorter).
+        // Logged, at most once per 10 s.
         let failures = gateway.jsonLines.filter { $0["msg"] == "trace export failed; calls are not affected" }
-        #expect(failures.count == 1, "\(failures)")
+        let tenSecondPeriods = Int((ContinuousClock.now - started) / .seconds(10)) + 1
+        #expect((1...tenSecondPeriods).contains(failures.count), "\(failures)")
+        #expect(failures.allSatisfy { $0["detail"]?.stringValue?.contains("UPSTREAM") == false })
     }
 
     @Test func anUnreachableCollectorCostsTheCallsNothingAndAFullQueueDrops() async throws {
@@ -255,7 +258,7 @@ import Tracing
         untrusting.sendSignal(SIGTERM)
         #expect(await untrusting.waitForExit() == 0)
         #expect(collector.exports.count == before)
-        #expect(untrusting.stderrLines.contains { $0.contains("certificate verification failed") })
+        #expect(untrusting.stderrLines.contains { $0.contains("certificate verification failed") && $0.contains("OTEL_EXPORTER_OTLP_CERTIFICATE") })
     }
 
     @Test(arguments: [

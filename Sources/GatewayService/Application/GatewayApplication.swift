@@ -284,10 +284,15 @@ public final class GatewayApplication: Service {
                 throw ConfigurationError(variable: settings.caFile == nil ? endpoint.variable : "OTEL_EXPORTER_OTLP_CERTIFICATE", message: "cannot set up TLS: \(error.message)")
             }
         }
-        let client = HTTPSClient(group: group, configuration: HTTPSClientConfiguration(
+        var clientConfiguration = HTTPSClientConfiguration(
             host: endpoint.host, port: endpoint.port, tls: tls, timeoutMilliseconds: settings.exportTimeoutMS,
             maxConcurrentExchanges: 1, maxIdleConnectionsPerLoop: 1, maxResponseBytes: 1 << 20
-        ))
+        )
+        clientConfiguration.naming = HTTPSClientNaming(
+            server: "collector", timeoutSetting: "OTEL_BSP_EXPORT_TIMEOUT or OTEL_EXPORTER_OTLP_TIMEOUT", maxBodySetting: "1 MiB for a collector's answer",
+            caSetting: "OTEL_EXPORTER_OTLP_CERTIFICATE", concurrencySetting: "one export at a time"
+        )
+        let client = HTTPSClient(group: group, configuration: clientConfiguration)
         var attributes = [
             SpanAttribute("service.name", settings.serviceName),
             SpanAttribute("service.version", settings.serviceVersion),
