@@ -59,7 +59,7 @@ final class TestCollector: Sendable {
                 }
                 switch mode {
                 case .accept: responder.send(HTTPResponse(status: 200, headers: ["Content-Type": "application/x-protobuf"], body: []))
-                case .refuse(let status): responder.send(HTTPResponse(status: status, headers: [:], body: []))
+                case .refuse(let status): responder.send(HTTPResponse(status: status, headers: ["Content-Type": "text/plain"], body: []))
                 case .hang: responder.abandon()
                 }
             }
