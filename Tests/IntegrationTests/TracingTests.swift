@@ -91,6 +91,43 @@ import Tracing
         #expect(!gateway.stderrLines.contains { $0.contains("not logged-7f3a") || $0.contains("not%20logged") })
     }
 
+    @Test func aRetryIsACLIENTSpanOfItsOwnAndABatchElementASERVERSpan() async throws {
+        let upstream = try RunningUpstream.start()
+        defer { upstream.stop() }
+        let collector = try TestCollector()
+        defer { collector.stop() }
+        let gateway = try await GatewayProcess.start(upstream.gatewayEnvironment(Self.exporting(to: collector, ["UPSTREAM_RETRIES": "1"])))
+        upstream.upstream.enqueue(.status(503))
+        let retried = "22222222222222222222222222222222"
+        _ = try await gateway.rpc(MetricsTests.fetch(["coins_100"]), headers: [("traceparent", "00-\(retried)-\(Self.callerSpan)-01")])
+        let sent = upstream.upstream.requests.suffix(2).compactMap { Self.traceparent($0.headers["traceparent"]) }
+        #expect(sent.count == 2 && sent[0].spanID != sent[1].spanID && sent.allSatisfy { $0.traceID.hex == retried })
+
+        let batchTrace = "33333333333333333333333333333333"
+        let batch = "[" + MetricsTests.fetch(["premium_monthly"], id: 1) + "," + MetricsTests.fetch(["coins_550"], id: 2) + "]"
+        _ = try await gateway.rpc(batch, headers: [("traceparent", "00-\(batchTrace)-\(Self.callerSpan)-01")])
+
+        let spans = try await collector.waitForSpans("the retry's and the batch's spans") { spans in
+            spans.filter { $0.traceID == retried && $0.kind == 3 }.count == 2 && spans.filter { $0.traceID == batchTrace && $0.kind == 2 }.count == 2
+        }
+        let server = try #require(spans.first { $0.traceID == retried && $0.kind == 2 })
+        let attempts = spans.filter { $0.traceID == retried && $0.kind == 3 }.sorted { $0.attributes["http.response.status_code"] ?? "" > $1.attributes["http.response.status_code"] ?? "" }
+        #expect(attempts.map { $0.attributes["http.response.status_code"] } == ["503", "200"])
+        #expect(attempts[0].attributes["error.type"] == "503" && attempts[0].statusCode == 2)
+        #expect(attempts[1].attributes["error.type"] == nil && attempts[1].statusCode == 0)
+        #expect(attempts.allSatisfy { $0.parentSpanID == server.spanID })
+        #expect(Set(attempts.map(\.spanID)) == Set(sent.map(\.spanID.hex)))
+
+        let elements = spans.filter { $0.traceID == batchTrace && $0.kind == 2 }
+        #expect(Set(elements.map(\.spanID)).count == 2)
+        #expect(elements.allSatisfy { $0.parentSpanID == Self.callerSpan })
+        #expect(Set(elements.compactMap { $0.attributes["rpc.jsonrpc.request_id"] }) == ["1", "2"])
+        gateway.sendSignal(SIGTERM)
+        #expect(await gateway.waitForExit() == 0)
+        let lines = gateway.jsonLines.filter { $0["msg"] == "rpc call" && $0["traceId"] == .string(batchTrace) }
+        #expect(Set(lines.compactMap { $0["spanId"]?.stringValue }) == Set(elements.map(\.spanID)))
+    }
+
     @Test func invalidTraceparentsStartANewTraceAndDropTheTracestate() async throws {
         let upstream = try RunningUpstream.start()
         defer { upstream.stop() }
