@@ -580,20 +580,14 @@ public final class RedisConnection: @unchecked Sendable {
 
     // MARK: C helpers
 
+    /// `SUBSCRIBE channel`, written by ``wire(_:)`` as every other command
+    /// (one encoder); hiredis reads the command's name from those bytes and
+    /// keeps `redisMessageCallback` for every message of the channel.
     private static func subscribe(_ channel: String, on context: UnsafeMutablePointer<redisAsyncContext>) -> Bool {
-        let arguments = [Array("SUBSCRIBE".utf8), Array(channel.utf8)]
-        var flat = arguments[0] + arguments[1] + [0]
-        let lengths = [arguments[0].count, arguments[1].count]
-        return flat.withUnsafeMutableBufferPointer { buffer in
-            let base = UnsafeRawPointer(buffer.baseAddress!)
-            var argv: [UnsafePointer<CChar>?] = [
-                base.assumingMemoryBound(to: CChar.self),
-                base.advanced(by: lengths[0]).assumingMemoryBound(to: CChar.self),
-            ]
-            return argv.withUnsafeMutableBufferPointer { argv in
-                lengths.withUnsafeBufferPointer { argvlen in
-                    redisAsyncCommandArgv(context, redisMessageCallback, nil, 2, argv.baseAddress, argvlen.baseAddress) == REDIS_OK
-                }
+        let wire = Self.wire(RedisCommand([Array("SUBSCRIBE".utf8), Array(channel.utf8)]))
+        return wire.withUnsafeBufferPointer { buffer in
+            buffer.baseAddress!.withMemoryRebound(to: CChar.self, capacity: buffer.count) { base in
+                redisAsyncFormattedCommand(context, redisMessageCallback, nil, base, buffer.count - 1) == REDIS_OK
             }
         }
     }

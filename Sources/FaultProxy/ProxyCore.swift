@@ -46,6 +46,7 @@ final class ProxyCore: Sendable {
             }
             let stillRunning = state.withLock { state -> Bool in
                 if ready > 0 { state.handle(pollSet, owners, now: .now) }
+                state.countOpenClients()
                 return state.serviceAll(now: .now)
             }
             if !stillRunning { return }
@@ -125,6 +126,10 @@ final class Connection {
     var failed = false
     var toServer = Flow()
     var toClient = Flow()
+    /// Accepted in the turn now being handled: its client may have
+    /// connected after the poll that turn looked at, so a close that came
+    /// just before it (from the same client) is not known yet.
+    var acceptedThisTurn = true
 
     init(client: Int32) {
         self.client = client
@@ -294,11 +299,24 @@ struct ProxyState {
                 }
             }
         }
-        var clients = 0
-        for connection in connections.values where connection.client >= 0 && !connection.toServer.sourceEnded { clients += 1 }
-        peakOpenCount = max(peakOpenCount, clients)
     }
 
+    /// Updates ``peakOpenCount`` after a turn. A connection is counted
+    /// once a poll has seen what came before it: `accept` takes every
+    /// connection queued, also those that arrived after this turn's poll,
+    /// whose client's close of an older connection (sent before it
+    /// connected) only the next poll reports.
+    mutating func countOpenClients() {
+        var clients = 0
+        for connection in connections.values {
+            if connection.acceptedThisTurn {
+                connection.acceptedThisTurn = false
+            } else if connection.client >= 0 && !connection.toServer.sourceEnded {
+                clients += 1
+            }
+        }
+        peakOpenCount = max(peakOpenCount, clients)
+    }
 
     /// Reads what the socket has (up to the hold limit) into the flow;
     /// false when the socket failed.

@@ -25,6 +25,8 @@ public final class MockUpstream: Sendable {
         var rejected: Set<String> = []
         var requests: [ReceivedRequest] = []
         var countsByIdentifier: [String: Int] = [:]
+        /// Answers of ``MockUpstreamFault/held`` requests, not sent yet.
+        var held: [(EvhttpResponder, HTTPResponse)] = []
     }
 
     private let catalog: Catalog
@@ -85,6 +87,21 @@ public final class MockUpstream: Sendable {
         state.withLock { $0.cacheControl = value }
     }
 
+    /// Sends the answers of every request held so far
+    /// (``MockUpstreamFault/held``); returns how many.
+    @discardableResult
+    public func answerHeld() -> Int {
+        let held = state.withLock { state in
+            defer { state.held.removeAll() }
+            return state.held
+        }
+        for (responder, answer) in held { responder.send(answer) }
+        return held.count
+    }
+
+    /// How many requests are held (``MockUpstreamFault/held``) now.
+    public var heldCount: Int { state.withLock { $0.held.count } }
+
     // MARK: Observations
 
     /// Every request received, in order.
@@ -115,6 +132,9 @@ public final class MockUpstream: Sendable {
             responder.resetConnection()
         case .hang:
             responder.abandon()
+        case .held:
+            let answer = self.answer(request, identifiers: identifiers, country: query["country"], cacheControl: cacheControl, fault: nil)
+            state.withLock { $0.held.append((responder, answer)) }
         case .rawResponse(let bytes):
             responder.sendRaw(bytes)
         case .trickle(let chunks, let interval):

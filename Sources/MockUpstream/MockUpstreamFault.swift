@@ -14,6 +14,10 @@ public enum MockUpstreamFault: Sendable, Equatable {
     case reset
     /// Never answer.
     case hang
+    /// Answer normally once the test says so (``MockUpstream/answerHeld()``):
+    /// a fetch that lasts exactly as long as the test needs, whatever the
+    /// machine's speed.
+    case held
     /// Answer normally, but as a chunked body of `chunks` pieces sent
     /// `intervalMilliseconds` apart: every wait is short, the whole is long.
     case trickle(chunks: Int, intervalMilliseconds: Int)

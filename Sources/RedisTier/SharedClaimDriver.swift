@@ -5,10 +5,10 @@ import JSONRPC
 import ProductsDomain
 
 /// Runs one fetch's ``SharedClaimStateMachine`` on the loop the fetch runs
-/// on: Redis replies, the upstream fetch, the poll and renewal timers and
+/// on: Redis replies, the upstream fetch, the poll timer, the loop's renewal sweep and
 /// other replicas' messages all come back to this loop, so the machine
 /// needs no lock.
-package final class SharedClaimDriver: @unchecked Sendable {
+package final class SharedClaimDriver: SharedLeaseHolder, @unchecked Sendable {
     // @unchecked: every mutable field is touched on `loop` only; messages
     // from the subscriber's loop arrive through `loop.execute`.
 
@@ -23,8 +23,9 @@ package final class SharedClaimDriver: @unchecked Sendable {
     private var machine: SharedClaimStateMachine<SourcePage>
     /// While anything is waited for: the next look at the entries and claims.
     private var pollTimer: LoopTimer?
-    /// While this replica fetches under its lease: the next renewal.
-    private var renewalTimer: LoopTimer?
+    /// The loop's renewal sweep, while this replica fetches under its
+    /// leases (the one way leases are renewed, as for ``LeasedFetch``).
+    private var renewals: SharedLeaseRenewals?
     private var completion: (@Sendable (Outcome) -> Void)?
     /// Identifiers claimed in their claim keys (their entry keys hold a
     /// stale entry); every other claim is a lease in the entry key.
@@ -97,7 +98,7 @@ package final class SharedClaimDriver: @unchecked Sendable {
                     }
                 }
             case .fetch(let identifiers, let claimed):
-                if claimed { armRenewal() }
+                if claimed { renewWhileFetching() }
                 let part = SourceRequest(scope: request.scope, identifiers: identifiers, requestID: request.requestID, deadline: request.deadline, trace: request.trace)
                 source.fetch(part, on: loop) { [self] outcome in
                     onLoop { [self] in
@@ -126,8 +127,8 @@ package final class SharedClaimDriver: @unchecked Sendable {
             case .finish(let parts):
                 pollTimer?.cancel()
                 pollTimer = nil
-                renewalTimer?.cancel()
-                renewalTimer = nil
+                renewals?.remove(self)
+                renewals = nil
                 if registered { tier.waiters.unregister(self, scope: request.scope, identifiers: request.identifiers) }
                 let completion = self.completion
                 self.completion = nil
@@ -142,19 +143,21 @@ package final class SharedClaimDriver: @unchecked Sendable {
         if loop.inEventLoop { work() } else { _ = loop.execute(work) }
     }
 
-    /// While a claimed fetch runs, its leases are renewed every
-    /// ``SharedTier/renewal``: a lease lapses only when this replica stops
-    /// (dies, or loses Redis).
-    private func armRenewal() {
-        guard renewalTimer == nil else { return }
-        renewalTimer = loop.scheduleTimer(after: SharedTier.renewal) { [self] in
-            renewalTimer = nil
-            let leased = machine.leased
-            guard !leased.isEmpty, !machine.isFinished else { return }
-            for part in byClaimPlace(leased) {
-                tier.renew(part.identifiers, scope: request.scope, token: token, on: connection, leasesInEntryKeys: part.leasesInEntryKeys)
-            }
-            armRenewal()
+    /// While a claimed fetch runs, the loop's sweep renews its leases
+    /// every ``SharedTier/renewal``: a lease lapses only when this replica
+    /// stops (dies, or loses Redis).
+    private func renewWhileFetching() {
+        guard renewals == nil else { return }
+        renewals = tier.renewals(for: loop)
+        renewals?.add(self)
+    }
+
+    /// Called by the loop's renewal sweep.
+    package func renewLeases() {
+        let leased = machine.leased
+        guard !leased.isEmpty, !machine.isFinished else { return }
+        for part in byClaimPlace(leased) {
+            tier.renew(part.identifiers, scope: request.scope, token: token, on: connection, leasesInEntryKeys: part.leasesInEntryKeys)
         }
     }
 

@@ -14,15 +14,25 @@ struct SharedFetchTests {
     static let page = SourcePage(encodedProducts: [:], maxAgeSeconds: 17)
     static let deadlineFailure = ProductsFetchFailure.cancelled(detail: "deadline")
 
-    @Test func everyWaiterGetsTheOutcome() async {
+    /// Both waiters are registered (on the loop, before the fetch ends)
+    /// when it finishes: the outcome reaches them as waiters, not as
+    /// latecomers answered at once.
+    @Test(.timeLimit(.minutes(1))) func everyWaiterGetsTheOutcome() async {
         let fetch = CoalescedFetch(scope: Self.scope, identifiers: ["a"])
         let far = ContinuousClock.now + .seconds(60)
-        async let first = fetch.outcome(until: far, onDeadline: Self.deadlineFailure)
-        async let second = fetch.outcome(until: far, onDeadline: Self.deadlineFailure)
-        try? await Task.sleep(for: .milliseconds(50))
-        fetch.finish(.failure(.appNotRegistered(upstreamStatus: 404)))
-        #expect(failure(of: await first) == .appNotRegistered(upstreamStatus: 404))
-        #expect(failure(of: await second) == .appNotRegistered(upstreamStatus: 404))
+        let loop = TestLoop.shared
+        let got: [ProductsFetchFailure?] = await withCheckedContinuation { continuation in
+            loop.execute {
+                let collected = LoopCollected(count: 2, continuation: continuation)
+                for _ in 0..<2 {
+                    fetch.whenDone(on: loop, until: far, onDeadline: Self.deadlineFailure) { collected.add(failure(of: $0)) }
+                }
+                // Nothing delivered yet: both wait.
+                #expect(fetch.settledOutcome == nil)
+                fetch.finish(.failure(.appNotRegistered(upstreamStatus: 404)))
+            }
+        }
+        #expect(got == [.appNotRegistered(upstreamStatus: 404), .appNotRegistered(upstreamStatus: 404)])
         // A waiter after the end gets the outcome at once.
         #expect(failure(of: await fetch.outcome(until: far, onDeadline: Self.deadlineFailure)) == .appNotRegistered(upstreamStatus: 404))
     }
@@ -88,25 +98,25 @@ struct SharedFetchTests {
         }
     }
 
-    @Test func releasingWaitersLeavesTheFetchToFinishOnItsOwn() async throws {
+    @Test(.timeLimit(.minutes(1))) func releasingWaitersLeavesTheFetchToFinishOnItsOwn() async throws {
         let fetch = CoalescedFetch(scope: Self.scope, identifiers: ["a"])
-        let returned = Counter()
-        let waiting = Task {
-            let outcome = await fetch.outcome(until: .now + .seconds(60), onDeadline: Self.deadlineFailure)
-            returned.increment()
-            return outcome
+        let loop = TestLoop.shared
+        let released = ProductsFetchFailure.cancelled(detail: "the gateway is shutting down")
+        // Registered on the loop, then released there: the waiter waits
+        // when the release comes.
+        let got: [ProductsFetchFailure?] = await withCheckedContinuation { continuation in
+            loop.execute {
+                let collected = LoopCollected(count: 1, continuation: continuation)
+                fetch.whenDone(on: loop, until: .now + .seconds(60), onDeadline: Self.deadlineFailure) { collected.add(failure(of: $0)) }
+                #expect(fetch.settledOutcome == nil)
+                fetch.releaseWaiters(with: released)
+            }
         }
-        // The waiter may register late on a busy pool: release until it has
-        // been handed back.
-        while returned.value == 0 {
-            fetch.releaseWaiters(with: .cancelled(detail: "the gateway is shutting down"))
-            try await Task.sleep(for: .milliseconds(10))
-        }
-        #expect(failure(of: await waiting.value) == .cancelled(detail: "the gateway is shutting down"))
+        #expect(got == [released])
         // The fetch still finishes (no crash, nobody to resume); a later
         // waiter gets the release value.
         fetch.finish(.success(Self.page))
-        #expect(failure(of: await fetch.outcome(until: .now + .seconds(60), onDeadline: Self.deadlineFailure)) == .cancelled(detail: "the gateway is shutting down"))
+        #expect(failure(of: await fetch.outcome(until: .now + .seconds(60), onDeadline: Self.deadlineFailure)) == released)
     }
 
     private func failure(of outcome: CoalescedFetch.Outcome) -> ProductsFetchFailure? {

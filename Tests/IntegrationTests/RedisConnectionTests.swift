@@ -193,7 +193,7 @@ struct RedisConnectionTests {
         try await Self.withConnection(port: redis.port, timeout: .milliseconds(100)) { loop, connection, _ in
             try await Self.waitReady(connection, on: loop)
             let sleeper = try redis.cliInBackground("DEBUG", "SLEEP", "3")
-            try await Task.sleep(for: .milliseconds(100))
+            try await redis.waitUntilAsleep()
             let replies = await Self.send([[Self.bytes("PING")], [Self.bytes("PING")]], on: loop, connection)
             // Answered while Redis still sleeps: the deadline, not the reply.
             #expect(sleeper.isRunning)

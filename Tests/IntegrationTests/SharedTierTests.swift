@@ -117,6 +117,7 @@ struct SharedTierTests {
             upstream.upstream.setCacheControl(cacheControl)
             let first = try await gateways[0].fetchProducts(Self.ids)
             try await UpstreamScenario.waitFor("three stored keys") { (try? redis.keys("test-gw:v1:p:*").count) == 3 }
+            // Wall clock: the entries age on the replicas' own clocks (max-age=1).
             try await Task.sleep(for: .milliseconds(1200))
             upstream.upstream.setStandingFault(.status(503))
             let stale = try await gateways[1].fetchProducts(Self.ids)
@@ -207,14 +208,26 @@ struct SharedTierTests {
                 (try? await gateway.metricValue("gateway_shared_tier_connections")) == 2
                     && (try? redis.cli("CLIENT", "LIST")).map { $0.split(separator: "\n").count >= 3 } == true
             }
-            let sleeper = try redis.cliInBackground("DEBUG", "SLEEP", "1.5")
+            // And in use again: the lost connections took the tier down
+            // until a probe answered (before this wait, the call below
+            // never asked Redis, and the test passed whatever the deadline).
+            try await UpstreamScenario.waitFor("the tier up again") {
+                (try? await gateway.metricValue("gateway_shared_tier_up")) == 1
+            }
+            let timeoutsBefore = try await gateway.metricValue("gateway_shared_tier_timeouts_total") ?? -1
+            let sleeper = try redis.cliInBackground("DEBUG", "SLEEP", "3")
             defer { sleeper.waitUntilExit() }
-            try await Task.sleep(for: .milliseconds(30))
+            try await redis.waitUntilAsleep()
             let started = ContinuousClock.now
             #expect(try await gateway.fetchProducts(["coins_100"]).productIDs == ["coins_100"])
             let took = ContinuousClock.now - started
-            // 50 ms for Redis, then the upstream; not the handshake's 1 s.
-            #expect(took < .milliseconds(600), "took \(took)")
+            // The call's lookup timed out (it was asked while Redis slept) ...
+            let timeoutsAfter = try await gateway.metricValue("gateway_shared_tier_timeouts_total") ?? -1
+            let errors = try await gateway.metricValue("gateway_shared_cache_errors_total") ?? -1
+            #expect(timeoutsAfter >= timeoutsBefore + 1, "timeouts \(timeoutsBefore) -> \(timeoutsAfter), errors \(errors), took \(took)")
+            // ... at 50 ms, then the upstream; not at the handshake's 1 s
+            // (nor at the end of the 3 s sleep).
+            #expect(took < .milliseconds(1000), "took \(took)")
         }
     }
 
@@ -272,7 +285,9 @@ struct SharedTierTests {
     /// are ignored and counted; the replica answers (in this test process:
     /// a trap would end the whole run).
     @Test func theProbesDamagedEntryAndMessageLeaveTheReplicaUp() async throws {
-        try await SharedTierScenario.run(replicas: 1, environment: ["UPSTREAM_TIMEOUT_MS": "300", "UPSTREAM_RETRIES": "0"]) { upstream, gateways, redis in
+        // A patience (UPSTREAM_TIMEOUT_MS) past the forged lease's second:
+        // the call waits on it until it lapses.
+        try await SharedTierScenario.run(replicas: 1, environment: ["UPSTREAM_TIMEOUT_MS": "5000", "UPSTREAM_RETRIES": "0"]) { upstream, gateways, redis in
             upstream.upstream.setCacheControl("max-age=30")
             let gateway = gateways[0]
             try redis.cli(
@@ -283,12 +298,17 @@ struct SharedTierTests {
             #expect(first.productIDs == ["premium_monthly"])
             #expect(try await gateway.metricValue("gateway_shared_cache_errors_total") == 1)
 
-            // Another "replica" holds the claim of coins_100 for a while.
-            try redis.cli("SET", "test-gw:v1:c:demo:DE:-:coins_100", "forged", "PX", "250")
+            // Another "replica" holds the lease of coins_100 for a while.
+            try redis.cli("SET", "test-gw:v1:p:demo:DE:-:coins_100", "OGC1forged", "PX", "1000")
             async let waiting = gateway.fetchProducts(["coins_100"])
-            try await Task.sleep(for: .milliseconds(80))
+            // Waiting on it: its wait flag is set.
+            try await UpstreamScenario.waitFor("the call waiting") { (try? redis.cli("EXISTS", "test-gw:v1:w:demo:DE:-:coins_100")) == "1" }
             let message = #"{"v":1,"app":"demo","country":"DE","language":null,"ids":["coins_100"],"kind":"success","maxAge":30,"staleIfError":-9999999999,"revalidate":null,"products":{}}"#
             try redis.cli("PUBLISH", "test-gw:v1:outcomes", message)
+            try await UpstreamScenario.waitFor("the message refused and counted") {
+                (try? await gateway.metricValue("gateway_shared_cache_errors_total")) == 2
+            }
+            // The waiter takes the lapsed lease over and fetches.
             let second = try await waiting
             #expect(second.productIDs == ["coins_100"])
             #expect(second.result?["invalidProductIdentifiers"] == [])
@@ -410,7 +430,7 @@ struct SharedTierTests {
             upstream.upstream.setCacheControl("max-age=30")
             _ = try await gateways[0].fetchProducts(["premium_monthly"])
             let sleeper = try redis.cliInBackground("DEBUG", "SLEEP", "4")
-            try await Task.sleep(for: .milliseconds(100))
+            try await redis.waitUntilAsleep()
             let answer = try await gateways[1].fetchProducts(["coins_100"])
             #expect(answer.productIDs == ["coins_100"])
             #expect(sleeper.isRunning)

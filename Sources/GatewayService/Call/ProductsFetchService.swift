@@ -186,6 +186,8 @@ public final class ProductsFetchService: Sendable {
     /// (`gateway_shared_cache_hits_total`), stale ones as the memory
     /// cache's stale rules allow.
     fileprivate func absorbShared(_ found: [SharedCacheEntry?], asked: [String], into call: inout CallInProgress, on loop: EventLoop) {
+        // Empty: nothing found (``SharedTier/Lookup/entries``).
+        guard !found.isEmpty else { return }
         let nowUnixMS = SharedTier.unixMilliseconds()
         var kept: [ResponseCache.SharedAnswer] = []
         var fresh: [String: ProductAnswer] = [:]

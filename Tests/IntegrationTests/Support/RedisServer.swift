@@ -119,12 +119,27 @@ final class RedisServer: Sendable {
         return try ChildProcess.spawn(try Self.binary("redis-cli"), arguments: all + arguments, environment: [:]).0
     }
 
+    /// Waits until the server no longer answers: a `PING` given 200 ms
+    /// gets no reply (after ``cliInBackground(_:)`` started a `DEBUG
+    /// SLEEP`), so what the test does next meets a stalled Redis, not one
+    /// that has not begun to sleep. (KILL: the test's children inherit an
+    /// ignored SIGTERM, which `timeout` sends by default.)
+    func waitUntilAsleep() async throws {
+        var ping = ["-s", "KILL", "0.2", try Self.binary("redis-cli"), "-h", "127.0.0.1", "-p", "\(port)"]
+        if let password { ping += ["-a", password, "--no-auth-warning"] }
+        ping.append("PING")
+        try await UpstreamScenario.waitFor("Redis asleep") {
+            let status = (try? ProcessLaunch.run("/usr/bin/timeout", ping))?.status
+            return status == 124 || status == 137
+        }
+    }
+
     /// Every key under `pattern`.
     func keys(_ pattern: String) throws -> [String] {
         try cli("--scan", "--pattern", pattern).split(separator: "\n").map(String.init).filter { !$0.isEmpty }.sorted()
     }
 
-    private static func binary(_ name: String) throws -> String {
+    static func binary(_ name: String) throws -> String {
         for directory in ["/usr/bin", "/usr/local/bin", "/usr/sbin"] where FileManager.default.isExecutableFile(atPath: "\(directory)/\(name)") {
             return "\(directory)/\(name)"
         }

@@ -1,0 +1,67 @@
+import EventTransport
+import MemoryTier
+import ProductsDomain
+import Synchronization
+
+/// The drivers waiting for other replicas' outcomes, by (scope,
+/// identifier). The subscriber hands each message here (on its loop); each
+/// driver named in it gets the message on its own loop.
+package final class SharedOutcomeWaiters: Sendable {
+    private let table = Mutex<[ScopedIdentifier: [ObjectIdentifier: SharedClaimDriver]]>([:])
+    /// `UPSTREAM_MAX_IDS`: no fetch names more, so no message may.
+    private let maxIdentifiers: Int
+    /// Counts a message that does not parse (`gateway_shared_cache_errors_total`).
+    private let refused: @Sendable () -> Void
+
+    package init(maxIdentifiers: Int, refused: @escaping @Sendable () -> Void = {}) {
+        self.maxIdentifiers = maxIdentifiers
+        self.refused = refused
+    }
+
+    package func register(_ driver: SharedClaimDriver, scope: FetchScope, identifiers: [String]) {
+        table.withLock { table in
+            for key in ScopedIdentifier.keys(scope: scope, identifiers: identifiers) { table[key, default: [:]][ObjectIdentifier(driver)] = driver }
+        }
+    }
+
+    package func unregister(_ driver: SharedClaimDriver, scope: FetchScope, identifiers: [String]) {
+        table.withLock { table in
+            for key in ScopedIdentifier.keys(scope: scope, identifiers: identifiers) {
+                table[key]?[ObjectIdentifier(driver)] = nil
+                if table[key]?.isEmpty == true { table[key] = nil }
+            }
+        }
+    }
+
+    /// The subscriber dropped: every waiting driver stops waiting.
+    package func subscriberLost() {
+        let drivers = table.withLock { table in
+            var all: [ObjectIdentifier: SharedClaimDriver] = [:]
+            for entry in table.values { all.merge(entry) { first, _ in first } }
+            return all
+        }
+        for driver in drivers.values {
+            driver.loop.execute { driver.sharedTierLost() }
+        }
+    }
+
+    /// One message from the outcomes channel; one that does not parse is
+    /// ignored and counted.
+    package func dispatch(_ payload: [UInt8]) {
+        // Checked before anything is built from it: size, then the count of
+        // identifiers, then every field.
+        guard let message = SharedOutcomeMessage(decoding: payload, maxIdentifiers: maxIdentifiers) else {
+            refused()
+            return
+        }
+        var drivers: [ObjectIdentifier: SharedClaimDriver] = [:]
+        table.withLock { table in
+            for key in ScopedIdentifier.keys(scope: message.scope, identifiers: message.identifiers) {
+                for (id, driver) in table[key] ?? [:] { drivers[id] = driver }
+            }
+        }
+        for driver in drivers.values {
+            driver.loop.execute { driver.received(message) }
+        }
+    }
+}
