@@ -154,6 +154,12 @@ import Tracing
         }
         #expect(seen.count == invalid.count)
 
+        // Two traceparent fields are one invalid value.
+        _ = try await gateway.rpc(MetricsTests.fetch(["coins_100"], country: "FR"), headers: [
+            ("traceparent", "00-\(Self.callerTrace)-\(Self.callerSpan)-01"), ("traceparent", "00-\(Self.callerTrace)-\(Self.callerSpan)-01"),
+        ])
+        #expect(Self.traceparent(upstream.upstream.requests.last?.headers["traceparent"])?.traceID.hex != Self.callerTrace)
+
         // A higher version is read by its first four fields.
         _ = try await gateway.rpc(MetricsTests.fetch(["coins_100"], country: "JP"), headers: [("traceparent", "cc-\(Self.callerTrace)-\(Self.callerSpan)-01-future")])
         #expect(Self.traceparent(upstream.upstream.requests.last?.headers["traceparent"])?.traceID.hex == Self.callerTrace)

@@ -99,7 +99,7 @@ final class GatewayHTTPHandler: Sendable {
             responder.send(Self.problem(415, "Content-Type must be application/json, got \(contentType.prefix(100))", headers: headers))
             return
         }
-        let trace = tracer.begin(traceparent: request.headers["traceparent"], tracestate: Self.traceState(request.headers))
+        let trace = tracer.begin(traceparent: Self.listField("traceparent", of: request.headers), tracestate: Self.listField("tracestate", of: request.headers))
         let context = RPCCallContext(requestID: requestID, logger: logger, loop: request.loop, trace: trace)
         // A call served from memory (or refused) is answered right here, on
         // the loop, with no task; one that misses memory is answered from
@@ -162,11 +162,13 @@ final class GatewayHTTPHandler: Sendable {
         }
     }
 
-    /// `tracestate`: one field, or several joined with commas (RFC 9110's
-    /// rule for a list field sent more than once).
-    private static func traceState(_ headers: HTTPHeaders) -> String? {
-        guard let first = headers["tracestate"] else { return nil }
-        let all = headers.values("tracestate")
+    /// A field's value, or its values joined with commas when it was sent
+    /// more than once (RFC 9110's rule for list fields): two `tracestate`s
+    /// are one list, and two `traceparent`s make one invalid value, so the
+    /// call starts a new trace, as W3C Trace Context asks.
+    private static func listField(_ name: String, of headers: HTTPHeaders) -> String? {
+        guard let first = headers[name] else { return nil }
+        let all = headers.values(name)
         return all.count == 1 ? first : all.joined(separator: ",")
     }
 
