@@ -204,7 +204,8 @@ import Tracing
         let gateway = try await GatewayProcess.start(upstream.gatewayEnvironment(Self.exporting(to: collector, [
             "OTEL_EXPORTER_OTLP_PROTOCOL": "http/json", "GATEWAY_REQUEST_TIMEOUT_MS": "20000", "UPSTREAM_TIMEOUT_MS": "20000",
         ])))
-        upstream.upstream.setStandingFault(.delay(milliseconds: 1000))
+        // Long enough for every caller to arrive while the fetch is in flight.
+        upstream.upstream.setStandingFault(.delay(milliseconds: 2000))
         let callers = (0..<12).map { index in String(format: "%032x", index + 1) }
         try await withThrowingTaskGroup(of: Void.self) { group in
             for trace in callers {
