@@ -17,6 +17,13 @@ extension SharedTier {
         package var claims: SharedPreclaim?
     }
 
+    /// One call's lookup, waiting for its loop turn's script.
+    package struct AskedLookup: Sendable {
+        package let scope: FetchScope
+        package let identifiers: [String]
+        package let completion: @Sendable (SharedTier.Lookup?) -> Void
+    }
+
     /// The entries of `identifiers` and, when fetches coalesce across
     /// replicas, a lease (``SharedLease``) in the entry key of each that has
     /// no entry, in one round trip (one `SET … NX PX … GET` per key, in one
@@ -44,7 +51,7 @@ extension SharedTier {
         // Gathered with the other lookups of this loop turn: one script
         // for all of them (each distinct key once, one write to the socket
         // and one reply to read), sent when the turn's callbacks are done.
-        let asked = SharedLookupBatch.Asked(scope: scope, identifiers: identifiers, completion: completion)
+        let asked = AskedLookup(scope: scope, identifiers: identifiers, completion: completion)
         guard let batch = lookupBatches[ObjectIdentifier(loop)], batch.add(asked) else {
             sendLookups([asked], on: loop)
             return
@@ -55,7 +62,7 @@ extension SharedTier {
     /// (scope, identifier) is asked once; a lease it wins goes to the first
     /// call that asked, so only one call's fetch adopts it (the others join
     /// that fetch in process, or release nothing).
-    func sendLookups(_ batch: [SharedLookupBatch.Asked], on loop: EventLoop) {
+    func sendLookups(_ batch: [AskedLookup], on loop: EventLoop) {
         // A turn can gather far more identifiers than one call may ask (a
         // batch of GATEWAY_MAX_BATCH calls, several batches): in
         // scripts of at most `maxKeysPerLookup` keys, so no reply has
@@ -80,7 +87,7 @@ extension SharedTier {
     /// replies of at most 20000 elements.
     package static let maxKeysPerLookup = 10_000
 
-    private func sendLookupScript(_ batch: [SharedLookupBatch.Asked], on loop: EventLoop) {
+    private func sendLookupScript(_ batch: [AskedLookup], on loop: EventLoop) {
         guard let connection = readyConnection(on: loop) else {
             for asked in batch { asked.completion(nil) }
             return
@@ -220,49 +227,5 @@ extension SharedTier {
             log.warning("a shared-tier lookup failed; answering without it", metadata: ["error": "\(error.message)"])
             return nil
         }
-    }
-}
-
-/// One loop's shared-tier lookups of the current turn: the first arms a
-/// flush on the loop's queue, which runs once the turn's callbacks (every
-/// request read in it) are done, and sends them as one script. Confined to
-/// its loop.
-package final class SharedLookupBatch: @unchecked Sendable {
-    // @unchecked: `asked` and `armed` are touched on `loop` only.
-    package struct Asked: Sendable {
-        package let scope: FetchScope
-        package let identifiers: [String]
-        package let completion: @Sendable (SharedTier.Lookup?) -> Void
-    }
-
-    package let loop: EventLoop
-    /// Sends a turn's lookups; set once, before the loop runs.
-    package var flush: (@Sendable ([Asked]) -> Void)?
-    private var asked: [Asked] = []
-    private var armed = false
-
-    package init(loop: EventLoop) {
-        self.loop = loop
-    }
-
-    /// Adds a lookup to this turn's; ``flush`` gets them all when the turn
-    /// ends. False when the loop cannot run the flush (it has stopped).
-    package func add(_ lookup: Asked) -> Bool {
-        loop.preconditionInEventLoop()
-        guard flush != nil else { return false }
-        asked.append(lookup)
-        guard !armed else { return true }
-        armed = true
-        let queued = loop.execute { [self] in
-            armed = false
-            let batch = asked
-            asked = []
-            flush?(batch)
-        }
-        if !queued {
-            armed = false
-            asked.removeLast()
-        }
-        return queued
     }
 }

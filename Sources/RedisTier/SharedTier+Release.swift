@@ -6,6 +6,18 @@ import ProductsDomain
 
 /// Releases, the outcome message and commands nobody waits for.
 extension SharedTier {
+    /// One fetch's release, waiting for its loop turn's script.
+    package struct ReleaseGroup: Sendable {
+        package let identifiers: [String]
+        package let scope: FetchScope
+        package let token: String
+        /// Whether the claims are leases in the entry keys (``SharedLease``)
+        /// rather than in the claim keys.
+        package let leasesInEntryKeys: Bool
+        package let kind: SharedOutcomeMessage.Kind
+        package let entries: SharedTier.EntryArguments?
+    }
+
     /// After a claimed fetch: store the entries (when they may be kept),
     /// then release the claims, in that order on one connection; when a
     /// replica waits for them, publish the outcome. A `cancelled` fetch (its
@@ -51,7 +63,7 @@ extension SharedTier {
         announcing kind: SharedOutcomeMessage.Kind = .released, storing entries: EntryArguments? = nil
     ) {
         guard !identifiers.isEmpty else { return }
-        let group = SharedReleaseBatch.Group(
+        let group = ReleaseGroup(
             identifiers: identifiers, scope: scope, token: token, leasesInEntryKeys: leasesInEntryKeys, kind: kind, entries: entries
         )
         guard let batch = releaseBatch(for: connection.loop), batch.add(group) else {
@@ -62,7 +74,7 @@ extension SharedTier {
 
     /// One release script for `groups`; each group whose flags were there
     /// publishes its message.
-    func sendReleases(_ groups: [SharedReleaseBatch.Group], on connection: RedisConnection) {
+    func sendReleases(_ groups: [ReleaseGroup], on connection: RedisConnection) {
         // By index: a group is read in place, not copied (a copy retains
         // each of its fields, outcome and entries included).
         var keyCount = 0
@@ -155,53 +167,5 @@ extension SharedTier {
             metrics.recordSharedErrors(1)
             log.warning("a shared-tier \(what) failed", metadata: ["error": "\(error.message)"])
         }
-    }
-}
-
-/// One loop's shared-tier releases of the current turn, sent as one script
-/// when the turn's callbacks are done (upstream answers that came in the
-/// same turn release together). Confined to its loop.
-package final class SharedReleaseBatch: @unchecked Sendable {
-    // @unchecked: `groups` and `armed` are touched on `loop` only.
-    package struct Group: Sendable {
-        package let identifiers: [String]
-        package let scope: FetchScope
-        package let token: String
-        /// Whether the claims are leases in the entry keys (``SharedLease``)
-        /// rather than in the claim keys.
-        package let leasesInEntryKeys: Bool
-        package let kind: SharedOutcomeMessage.Kind
-        package let entries: SharedTier.EntryArguments?
-    }
-
-    package let loop: EventLoop
-    /// Sends a turn's releases; set once, before the loop runs.
-    package var flush: (@Sendable ([Group]) -> Void)?
-    private var groups: [Group] = []
-    private var armed = false
-
-    package init(loop: EventLoop) {
-        self.loop = loop
-    }
-
-    /// Adds a release to this turn's; ``flush`` gets them all when the turn
-    /// ends. False when the loop cannot run the flush (it has stopped).
-    package func add(_ group: Group) -> Bool {
-        loop.preconditionInEventLoop()
-        guard flush != nil else { return false }
-        groups.append(group)
-        guard !armed else { return true }
-        armed = true
-        let queued = loop.execute { [self] in
-            armed = false
-            let batch = groups
-            groups = []
-            flush?(batch)
-        }
-        if !queued {
-            armed = false
-            groups.removeLast()
-        }
-        return queued
     }
 }

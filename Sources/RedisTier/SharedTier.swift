@@ -24,9 +24,9 @@ package final class SharedTier: Sendable {
     let connections: [ObjectIdentifier: RedisConnection]
     let ordered: [RedisConnection]
     /// Each loop's lookups of the current turn, sent together.
-    let lookupBatches: [ObjectIdentifier: SharedLookupBatch]
+    let lookupBatches: [ObjectIdentifier: LoopTurnBatch<AskedLookup>]
     /// Each loop's releases of the current turn, sent together.
-    let releaseBatches: [ObjectIdentifier: SharedReleaseBatch]
+    let releaseBatches: [ObjectIdentifier: LoopTurnBatch<ReleaseGroup>]
     /// Each loop's fetches holding leases, renewed together.
     let renewals: [ObjectIdentifier: SharedLeaseRenewals]
     package let keys: SharedTierKeys
@@ -90,15 +90,15 @@ package final class SharedTier: Sendable {
         let observer = SharedTierObserver(log: log, endpoint: configuration.redactedURL, metrics: metrics, circuit: circuit)
         var connections: [ObjectIdentifier: RedisConnection] = [:]
         var ordered: [RedisConnection] = []
-        var lookupBatches: [ObjectIdentifier: SharedLookupBatch] = [:]
-        var releaseBatches: [ObjectIdentifier: SharedReleaseBatch] = [:]
+        var lookupBatches: [ObjectIdentifier: LoopTurnBatch<AskedLookup>] = [:]
+        var releaseBatches: [ObjectIdentifier: LoopTurnBatch<ReleaseGroup>] = [:]
         var renewals: [ObjectIdentifier: SharedLeaseRenewals] = [:]
         for loop in loops {
             renewals[ObjectIdentifier(loop)] = SharedLeaseRenewals(loop: loop, period: Self.renewal)
-            releaseBatches[ObjectIdentifier(loop)] = SharedReleaseBatch(loop: loop)
+            releaseBatches[ObjectIdentifier(loop)] = LoopTurnBatch<ReleaseGroup>(loop: loop)
             let connection = RedisConnection(loop: loop, endpoint: endpoint, observer: observer)
             connections[ObjectIdentifier(loop)] = connection
-            lookupBatches[ObjectIdentifier(loop)] = SharedLookupBatch(loop: loop)
+            lookupBatches[ObjectIdentifier(loop)] = LoopTurnBatch<AskedLookup>(loop: loop)
             ordered.append(connection)
         }
         self.connections = connections
@@ -151,7 +151,7 @@ package final class SharedTier: Sendable {
     }
 
     /// The release batch of `loop`, if it is one of the tier's loops.
-    package func releaseBatch(for loop: EventLoop) -> SharedReleaseBatch? {
+    package func releaseBatch(for loop: EventLoop) -> LoopTurnBatch<ReleaseGroup>? {
         releaseBatches[ObjectIdentifier(loop)]
     }
 

@@ -107,7 +107,7 @@ struct BetweenHostsTests {
             // replica slowed by a loaded machine (or a sanitizer) reached
             // with the default 50 ms and then rightly went on alone.
             gateways.append(try await Self.gateway(upstream, redisPort: proxy.port, upstreamPort: upstreamProxy.port, [
-                "GATEWAY_REDIS_TIMEOUT_MS": "2000", "UPSTREAM_TIMEOUT_MS": "10000",
+                "GATEWAY_REDIS_TIMEOUT_MS": "2000", "UPSTREAM_TIMEOUT_MS": "10000", "GATEWAY_REQUEST_TIMEOUT_MS": "30000",
             ]))
         }
         defer { for proxy in redisProxies { proxy.close() } }

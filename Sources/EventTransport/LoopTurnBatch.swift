@@ -1,0 +1,42 @@
+/// What one loop gathers during a turn and hands over, all at once, when
+/// the turn's callbacks are done: the first element arms one task on the
+/// loop's queue, which runs after every callback already queued (every
+/// request read in the turn, every upstream answer that came in it), and
+/// passes the whole turn to ``flush``. The shared tier's lookups and
+/// releases go out this way, one script per turn each.
+///
+/// Confined to its loop (checked: ``add(_:)`` asserts it); the one mutable
+/// state is touched only there, which is what makes it `Sendable`.
+public final class LoopTurnBatch<Element: Sendable>: @unchecked Sendable {
+    public let loop: EventLoop
+    /// Takes a turn's elements; set once, before the loop runs.
+    public var flush: (@Sendable ([Element]) -> Void)?
+    private var elements: [Element] = []
+    private var armed = false
+
+    public init(loop: EventLoop) {
+        self.loop = loop
+    }
+
+    /// Adds `element` to this turn's; ``flush`` gets them all when the
+    /// turn ends. False when the loop cannot run the flush (it has
+    /// stopped, or no flush is set): the caller sends it alone.
+    public func add(_ element: Element) -> Bool {
+        loop.preconditionInEventLoop()
+        guard flush != nil else { return false }
+        elements.append(element)
+        guard !armed else { return true }
+        armed = true
+        let queued = loop.execute { [self] in
+            armed = false
+            let batch = elements
+            elements = []
+            flush?(batch)
+        }
+        if !queued {
+            armed = false
+            elements.removeLast()
+        }
+        return queued
+    }
+}
