@@ -92,6 +92,9 @@ let package = Package(
         // MARK: Pure logic, no I/O.
         .target(name: "JSONRPC", swiftSettings: strictSwift),
         .target(name: "ProductsDomain", dependencies: ["JSONRPC"], swiftSettings: strictSwift),
+        // W3C Trace Context (traceparent, tracestate), trace and span ids,
+        // sampling, spans and their OTLP encodings (protobuf, JSON): no I/O.
+        .target(name: "Tracing", dependencies: ["JSONRPC"], swiftSettings: strictSwift),
 
         // MARK: The service description: OpenAPI (YAML) in, OpenRPC out.
         .target(
@@ -111,7 +114,7 @@ let package = Package(
         // coalescing (one fetch per identifier in flight).
         .target(
             name: "MemoryTier",
-            dependencies: ["EventTransport", "JSONRPC", "ProductsDomain", "GatewayMetrics"],
+            dependencies: ["EventTransport", "JSONRPC", "ProductsDomain", "GatewayMetrics", "Tracing"],
             swiftSettings: strictSwift
         ),
 
@@ -131,7 +134,7 @@ let package = Package(
         .target(
             name: "GatewayService",
             dependencies: [
-                "EventTransport", "JSONRPC", "ProductsDomain", "ServiceDescription", "GatewayMetrics", "MemoryTier", "RedisTier",
+                "EventTransport", "JSONRPC", "ProductsDomain", "ServiceDescription", "GatewayMetrics", "MemoryTier", "RedisTier", "Tracing",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -201,8 +204,9 @@ let package = Package(
 
         // MARK: Fuzzing: libFuzzer's entry point over JSONRPC.
         // It also reads the input as what Redis may hold (the shared tier's
-        // entries and messages), through GatewayService's package API.
-        .executableTarget(name: "JSONRPCFuzz", dependencies: ["JSONRPC", "ProductsDomain", "MemoryTier", "RedisTier"], swiftSettings: strictSwift),
+        // entries and messages), through GatewayService's package API, and
+        // as traceparent and tracestate headers.
+        .executableTarget(name: "JSONRPCFuzz", dependencies: ["JSONRPC", "ProductsDomain", "MemoryTier", "RedisTier", "Tracing"], swiftSettings: strictSwift),
 
         // MARK: Tests.
         .testTarget(
@@ -212,14 +216,15 @@ let package = Package(
         ),
         .testTarget(name: "HTTPFramingTests", dependencies: ["HTTPFraming"], swiftSettings: testSwift),
         .testTarget(name: "JSONRPCTests", dependencies: ["JSONRPC"], swiftSettings: testSwift),
+        .testTarget(name: "TracingTests", dependencies: ["Tracing", "JSONRPC"], swiftSettings: testSwift),
         .testTarget(name: "ProductsDomainTests", dependencies: ["ProductsDomain", "JSONRPC"], swiftSettings: testSwift),
         .testTarget(name: "ServiceDescriptionTests", dependencies: ["ServiceDescription", "JSONRPC"], swiftSettings: testSwift),
         .testTarget(name: "FaultProxyTests", dependencies: ["FaultProxy"], swiftSettings: testSwift),
-        .testTarget(name: "GatewayServiceTests", dependencies: ["GatewayService", "MemoryTier", "RedisTier", "GatewayMetrics", "ProductsDomain", "JSONRPC"], swiftSettings: testSwift),
+        .testTarget(name: "GatewayServiceTests", dependencies: ["GatewayService", "MemoryTier", "RedisTier", "GatewayMetrics", "ProductsDomain", "JSONRPC", "Tracing"], swiftSettings: testSwift),
         .testTarget(
             name: "IntegrationTests",
             dependencies: [
-                "GatewayService", "MemoryTier", "RedisTier", "GatewayMetrics", "MockUpstream", "EventTransport", "JSONRPC", "ProductsDomain", "ProductsGatewayCLI", "MockUpstreamCLI", "ServiceDescription", "FaultProxy",
+                "GatewayService", "MemoryTier", "RedisTier", "GatewayMetrics", "MockUpstream", "EventTransport", "JSONRPC", "ProductsDomain", "ProductsGatewayCLI", "MockUpstreamCLI", "ServiceDescription", "FaultProxy", "Tracing", "EvhttpTestServer",
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
             swiftSettings: testSwift

@@ -15,7 +15,9 @@ public struct HTTPSClientConfiguration: Sendable {
     /// Host name (verified against the certificate, and sent as SNI) or address.
     public var host: String
     public var port: Int
-    public var tls: TLSClientContext
+    /// Nil for plain `http://` (a trace collector on loopback); the
+    /// upstream always has one.
+    public var tls: TLSClientContext?
     /// The longest one exchange may take, from sending to the last byte
     /// (`UPSTREAM_TIMEOUT_MS`); also bounds connecting and each wait.
     public var timeoutMilliseconds: Int
@@ -33,11 +35,14 @@ public struct HTTPSClientConfiguration: Sendable {
     public var maxResponseBytes: Int
     /// Told when an exchange starts and ends (the in-flight gauge).
     public var observer: (any HTTPSClientObserver)?
+    /// What the client's messages call the server and the settings behind
+    /// their limits: the upstream's by default.
+    public var naming: HTTPSClientNaming = .upstream
 
     public init(
         host: String,
         port: Int,
-        tls: TLSClientContext,
+        tls: TLSClientContext?,
         timeoutMilliseconds: Int,
         maxConcurrentExchanges: Int = 64,
         maxIdleConnectionsPerLoop: Int? = nil,
@@ -68,6 +73,30 @@ extension HTTPSClientConfiguration {
         let leases = max(1, maxConcurrentExchanges)
         return (leases + max(1, loops) - 1) / max(1, loops)
     }
+}
+
+/// The words of a client's error messages: what it calls its server, and
+/// the settings an operator changes for each limit.
+public struct HTTPSClientNaming: Sendable {
+    public var server: String
+    public var timeoutSetting: String
+    public var maxBodySetting: String
+    public var caSetting: String
+    public var concurrencySetting: String
+
+    public init(server: String, timeoutSetting: String, maxBodySetting: String, caSetting: String, concurrencySetting: String) {
+        self.server = server
+        self.timeoutSetting = timeoutSetting
+        self.maxBodySetting = maxBodySetting
+        self.caSetting = caSetting
+        self.concurrencySetting = concurrencySetting
+    }
+
+    /// The Onside upstream's.
+    public static let upstream = HTTPSClientNaming(
+        server: "upstream", timeoutSetting: "UPSTREAM_TIMEOUT_MS", maxBodySetting: "UPSTREAM_MAX_BODY_BYTES",
+        caSetting: "ONSIDE_CA_FILE", concurrencySetting: "UPSTREAM_CONCURRENCY"
+    )
 }
 
 /// Hears of exchanges as they go out and end, on the loop that runs them.
@@ -127,6 +156,13 @@ public final class HTTPSClient: Sendable {
     /// - Parameter leaseDeadline: How long the request may wait for a lease
     ///   when `UPSTREAM_CONCURRENCY` exchanges are already in flight.
     public func get(on loop: EventLoop, path: String, headers: HTTPHeaders, leaseDeadline: ContinuousClock.Instant, completion: @escaping @Sendable (Result<HTTPClientResponse, HTTPClientError>) -> Void) {
+        send(on: loop, method: "GET", path: path, headers: headers, body: nil, leaseDeadline: leaseDeadline, completion: completion)
+    }
+
+    /// ``get(on:path:headers:leaseDeadline:completion:)`` for any method,
+    /// with a body (sent with its `Content-Length`): the trace exporter's
+    /// `POST`.
+    public func send(on loop: EventLoop, method: String, path: String, headers: HTTPHeaders, body: [UInt8]?, leaseDeadline: ContinuousClock.Instant, completion: @escaping @Sendable (Result<HTTPClientResponse, HTTPClientError>) -> Void) {
         let pool: HTTPSConnectionPool
         if let own = pools.first(where: { $0.loop === loop }) {
             pool = own
@@ -135,7 +171,9 @@ public final class HTTPSClient: Sendable {
             pool = pools.first { $0.loop === next } ?? pools[0]
         }
         let request = PendingRequest(
+            method: method,
             path: path,
+            body: body,
             headers: headers,
             leaseDeadline: leaseDeadline,
             waiterID: nextWaiterID.add(1, ordering: .relaxed).oldValue,
@@ -180,7 +218,9 @@ public final class HTTPSClient: Sendable {
 /// Loop-bound to the loop it started on; it crosses threads only inside the
 /// pool's state (as a waiter) and comes back to its loop to run.
 final class PendingRequest: @unchecked Sendable {
+    let method: String
     let path: String
+    let body: [UInt8]?
     let headers: HTTPHeaders
     let leaseDeadline: ContinuousClock.Instant
     let waiterID: Int
@@ -190,7 +230,9 @@ final class PendingRequest: @unchecked Sendable {
     var mayRetryStale = true
     private var completion: ((Result<HTTPClientResponse, HTTPClientError>) -> Void)?
 
-    init(path: String, headers: HTTPHeaders, leaseDeadline: ContinuousClock.Instant, waiterID: Int, completion: @escaping (Result<HTTPClientResponse, HTTPClientError>) -> Void) {
+    init(method: String = "GET", path: String, body: [UInt8]? = nil, headers: HTTPHeaders, leaseDeadline: ContinuousClock.Instant, waiterID: Int, completion: @escaping (Result<HTTPClientResponse, HTTPClientError>) -> Void) {
+        self.method = method
+        self.body = body
         self.path = path
         self.headers = headers
         self.leaseDeadline = leaseDeadline
@@ -258,12 +300,13 @@ final class HTTPSConnectionPool: @unchecked Sendable {
             run(request, on: lease)
         case .wait:
             let client = self.client!
+            let naming = configuration.naming
             request.waitTimer = loop.scheduleTimer(at: request.leaseDeadline) {
                 // Nil when the lease was granted meanwhile: then it runs.
                 guard client.state.withLock({ $0.cancelWaiter(request.waiterID) }) != nil else { return }
                 request.complete(.failure(HTTPClientError(
                     kind: .noLease,
-                    message: "no upstream connection became free before the deadline (UPSTREAM_CONCURRENCY exchanges in flight)"
+                    message: "no \(naming.server) connection became free before the deadline (\(naming.concurrencySetting) exchanges in flight)"
                 )))
             }
         case .refuse:
@@ -293,7 +336,7 @@ final class HTTPSConnectionPool: @unchecked Sendable {
         }
         let wasReused = connection.completedExchanges > 0
         configuration.observer?.exchangeStarted()
-        connection.send(path: request.path, headers: request.headers) { [self] result in
+        connection.send(method: request.method, path: request.path, headers: request.headers, body: request.body) { [self] result in
             configuration.observer?.exchangeEnded()
             // A kept-alive connection the server closed while it sat idle
             // fails before any answer: try once more on a fresh one, under

@@ -25,8 +25,9 @@ final class HTTPSConnection: @unchecked Sendable {
     /// The pool state machine's name for it.
     let id: Int
     private var bufferevent: OpaquePointer?
-    /// The connection's `SSL`, owned by `bufferevent` (freed with it).
-    private let ssl: OpaquePointer
+    /// The connection's `SSL`, owned by `bufferevent` (freed with it); nil
+    /// for a plain `http://` connection (a trace collector's).
+    private let ssl: OpaquePointer?
     private var timerEvent: OpaquePointer?
     private var parser: HTTPResponseParser
     /// The caller of the exchange in progress; `nil` when idle.
@@ -41,24 +42,34 @@ final class HTTPSConnection: @unchecked Sendable {
         self.id = id
         let configuration = pool.configuration
         self.parser = HTTPResponseParser(limits: .init(maxBodyBytes: configuration.maxResponseBytes))
-        let ssl = try configuration.tls.makeSSL(host: configuration.host)
-        // Read-ahead takes a TLS record's header and body (and any records
-        // after them) in one read, where OpenSSL otherwise reads the 5-byte
-        // header alone first: one system call less per answer. `readable()`
-        // then drains what it leaves buffered (libevent 2.1 does not).
-        SSL_set_read_ahead(ssl, 1)
-        self.ssl = ssl
-        guard let bev = bufferevent_openssl_socket_new(
-            pool.loop.base, -1, ssl, BUFFEREVENT_SSL_CONNECTING, Int32(BEV_OPT_CLOSE_ON_FREE.rawValue)
-        ) else {
-            SSL_free(ssl)
-            throw TransportError(call: "bufferevent_openssl_socket_new", message: "returned NULL")
+        let bev: OpaquePointer
+        if let tls = configuration.tls {
+            let ssl = try tls.makeSSL(host: configuration.host)
+            // Read-ahead takes a TLS record's header and body (and any records
+            // after them) in one read, where OpenSSL otherwise reads the 5-byte
+            // header alone first: one system call less per answer. `readable()`
+            // then drains what it leaves buffered (libevent 2.1 does not).
+            SSL_set_read_ahead(ssl, 1)
+            self.ssl = ssl
+            guard let made = bufferevent_openssl_socket_new(
+                pool.loop.base, -1, ssl, BUFFEREVENT_SSL_CONNECTING, Int32(BEV_OPT_CLOSE_ON_FREE.rawValue)
+            ) else {
+                SSL_free(ssl)
+                throw TransportError(call: "bufferevent_openssl_socket_new", message: "returned NULL")
+            }
+            bev = made
+            // OpenSSL 3 calls a peer that closes without close_notify a protocol
+            // error; libevent 2.1.12 predates that. The response's framing
+            // (Content-Length, chunked) still catches a truncated body.
+            bufferevent_openssl_set_allow_dirty_shutdown(bev, 1)
+        } else {
+            self.ssl = nil
+            guard let made = bufferevent_socket_new(pool.loop.base, -1, Int32(BEV_OPT_CLOSE_ON_FREE.rawValue)) else {
+                throw TransportError(call: "bufferevent_socket_new", message: "returned NULL")
+            }
+            bev = made
         }
         bufferevent = bev
-        // OpenSSL 3 calls a peer that closes without close_notify a protocol
-        // error; libevent 2.1.12 predates that. The response's framing
-        // (Content-Length, chunked) still catches a truncated body.
-        bufferevent_openssl_set_allow_dirty_shutdown(bev, 1)
         let context = Unmanaged.passUnretained(self).toOpaque()
         bufferevent_setcb(bev, httpsConnectionReadable, nil, httpsConnectionEvent, context)
         guard let timer = event_new(pool.loop.base, -1, 0, httpsConnectionTimedOut, context) else {
@@ -106,14 +117,16 @@ final class HTTPSConnection: @unchecked Sendable {
         if fd >= 0 { _ = shutdown(fd, Int32(SHUT_RDWR)) }
     }
 
-    /// Writes `GET path` with `headers` (and Host) and calls `completion`
-    /// once: with the response, or why there is none.
-    func send(path: String, headers: HTTPHeaders, completion: @escaping Completion) {
+    /// Writes `method path` with `headers` (and Host, and `Content-Length`
+    /// with a body) and calls `completion` once: with the response, or why
+    /// there is none.
+    func send(method: String = "GET", path: String, headers: HTTPHeaders, body: [UInt8]? = nil, completion: @escaping Completion) {
         guard let bev = bufferevent, let timerEvent, !isClosed, self.completion == nil else {
             completion(.failure(HTTPClientError(kind: .connection, message: "connection already closed")))
             return
         }
-        let request = RequestWriter.head(path: path, host: pool.hostField, headers: headers)
+        var request = RequestWriter.head(method: method, path: path, host: pool.hostField, headers: headers, bodyLength: body?.count)
+        if let body { request.append(contentsOf: body) }
         let written = request.withUnsafeBytes { bufferevent_write(bev, $0.baseAddress, $0.count) }
         guard written == 0 else {
             isClosed = true
@@ -169,7 +182,7 @@ final class HTTPSConnection: @unchecked Sendable {
             case .response(let response):
                 // Bytes after the answer, read or still in OpenSSL's buffer,
                 // put the connection out of step.
-                let reusable = response.keepAlive && evbuffer_get_length(input) == 0 && SSL_has_pending(ssl) == 0
+                let reusable = response.keepAlive && evbuffer_get_length(input) == 0 && !hasPendingRecords
                 if !reusable { isClosed = true }
                 completedExchanges += 1
                 finish(.success(HTTPClientResponse(status: response.status, headers: response.headers, body: response.body)))
@@ -187,7 +200,13 @@ final class HTTPSConnection: @unchecked Sendable {
     /// that read-ahead left in OpenSSL's buffer: the socket will not report
     /// them, as they already left it.
     private func readBufferedRecords(_ bev: OpaquePointer) {
-        if SSL_has_pending(ssl) != 0 { gw_bufferevent_read_soon(bev) }
+        if hasPendingRecords { gw_bufferevent_read_soon(bev) }
+    }
+
+    /// Whether OpenSSL holds records already read from the socket.
+    private var hasPendingRecords: Bool {
+        guard let ssl else { return false }
+        return SSL_has_pending(ssl) != 0
     }
 
     fileprivate func event(_ what: Int16) {
@@ -241,7 +260,7 @@ final class HTTPSConnection: @unchecked Sendable {
         if let bev = bufferevent { bufferevent_disable(bev, Int16(EV_READ | EV_WRITE)) }
         finish(.failure(HTTPClientError(
             kind: .timeout,
-            message: "no complete answer within \(pool.configuration.timeoutMilliseconds) ms (UPSTREAM_TIMEOUT_MS)"
+            message: "no complete answer within \(pool.configuration.timeoutMilliseconds) ms (\(pool.configuration.naming.timeoutSetting))"
         )))
     }
 
@@ -265,7 +284,7 @@ final class HTTPSConnection: @unchecked Sendable {
     private func clientError(_ failure: HTTPResponseParser.Failure) -> HTTPClientError {
         switch failure {
         case .tooLarge:
-            HTTPClientError(kind: .responseTooLarge, message: "the upstream's answer is larger than \(pool.configuration.maxResponseBytes) bytes (UPSTREAM_MAX_BODY_BYTES)")
+            HTTPClientError(kind: .responseTooLarge, message: "the \(pool.configuration.naming.server)'s answer is larger than \(pool.configuration.maxResponseBytes) bytes (\(pool.configuration.naming.maxBodySetting))")
         case .headerTooLarge(let limit):
             HTTPClientError(kind: .malformedResponse, message: "malformed HTTP response: its header section is over \(limit)")
         case .malformed(let reason):
@@ -298,7 +317,7 @@ final class HTTPSConnection: @unchecked Sendable {
                 return HTTPClientError(kind: .connection, message: "cannot connect to \(peer): connection refused, or the host is unreachable")
             }
         }
-        return HTTPClientError(kind: .connection, message: Self.socketFailure(code, peer: peer))
+        return HTTPClientError(kind: .connection, message: Self.socketFailure(code, peer: peer, server: configuration.naming.server))
     }
 
     /// Whether the socket is connected to a peer (`getpeername`).
@@ -311,12 +330,12 @@ final class HTTPSConnection: @unchecked Sendable {
     }
 
     /// A socket error (an `errno`, 0 for a close) in words.
-    static func socketFailure(_ code: Int32, peer: String) -> String {
+    static func socketFailure(_ code: Int32, peer: String, server: String = "upstream") -> String {
         switch code {
-        case 0: "the upstream \(peer) closed the connection before a complete answer"
+        case 0: "the \(server) \(peer) closed the connection before a complete answer"
         case ECONNREFUSED: "connection refused by \(peer): nothing accepts connections on that port"
         case ECONNRESET: "connection reset by \(peer)"
-        case EPIPE: "connection to \(peer) broken: the upstream closed it while the request was sent"
+        case EPIPE: "connection to \(peer) broken: the \(server) closed it while the request was sent"
         case ETIMEDOUT: "connecting to \(peer) timed out"
         case EHOSTUNREACH, ENETUNREACH: "\(peer) is unreachable: \(String(cString: strerror(code)))"
         default: "connection to \(peer) failed: \(String(cString: strerror(code)))"
@@ -332,7 +351,7 @@ final class HTTPSConnection: @unchecked Sendable {
         if let ssl = bufferevent_openssl_get_ssl(bev) {
             let verify = SSL_get_verify_result(ssl)
             if verify != X509_V_OK {
-                return "certificate verification failed for \(peer): \(String(cString: X509_verify_cert_error_string(verify))) (trusted CAs: the system store, or ONSIDE_CA_FILE)"
+                return "certificate verification failed for \(peer): \(String(cString: X509_verify_cert_error_string(verify))) (trusted CAs: the system store, or \(pool.configuration.naming.caSetting))"
             }
         }
         var messages: [String] = []
@@ -341,7 +360,7 @@ final class HTTPSConnection: @unchecked Sendable {
             guard code >= 0x100 else { continue }
             let reason = OpenSSLErrors.reason(code)
             // OpenSSL 3's words for the peer's close mid-handshake.
-            messages.append(reason == "unexpected eof while reading" ? "the upstream closed the connection during the handshake (\(reason))" : reason)
+            messages.append(reason == "unexpected eof while reading" ? "the \(pool.configuration.naming.server) closed the connection during the handshake (\(reason))" : reason)
         }
         return messages.isEmpty ? nil : "TLS handshake with \(peer) failed: " + messages.joined(separator: "; ")
     }
@@ -352,10 +371,12 @@ enum RequestWriter {
     /// `GET path HTTP/1.1`, `Host`, then `headers` in order. A `Host` among
     /// them is skipped (the connection's own is sent), and so is any field
     /// whose name or value holds CR, LF or NUL: it would split the request.
-    static func head(path: String, host: String, headers: HTTPHeaders) -> [UInt8] {
+    /// With `bodyLength`, `Content-Length` follows them (a body's head).
+    static func head(method: String = "GET", path: String, host: String, headers: HTTPHeaders, bodyLength: Int? = nil) -> [UInt8] {
         var bytes: [UInt8] = []
-        bytes.reserveCapacity(64 + path.utf8.count + host.utf8.count + headers.fields.reduce(0) { $0 + $1.name.utf8.count + $1.value.utf8.count + 4 })
-        bytes.append(contentsOf: "GET ".utf8)
+        bytes.reserveCapacity(96 + path.utf8.count + host.utf8.count + headers.fields.reduce(0) { $0 + $1.name.utf8.count + $1.value.utf8.count + 4 } + (bodyLength ?? 0))
+        bytes.append(contentsOf: method.utf8)
+        bytes.append(UInt8(ascii: " "))
         bytes.append(contentsOf: path.utf8)
         bytes.append(contentsOf: " HTTP/1.1\r\nHost: ".utf8)
         bytes.append(contentsOf: host.utf8)
@@ -364,6 +385,10 @@ enum RequestWriter {
             bytes.append(contentsOf: field.name.utf8)
             bytes.append(contentsOf: ": ".utf8)
             bytes.append(contentsOf: field.value.utf8)
+        }
+        if let bodyLength {
+            bytes.append(contentsOf: "\r\nContent-Length: ".utf8)
+            bytes.append(contentsOf: String(bodyLength).utf8)
         }
         bytes.append(contentsOf: "\r\n\r\n".utf8)
         return bytes

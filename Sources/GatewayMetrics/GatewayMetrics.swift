@@ -30,6 +30,8 @@ public final class GatewayMetrics: Sendable {
     private let cacheBytes: Prometheus.Gauge
     private let cacheEvictions: Prometheus.Counter
     private let staleIdentifiers: Prometheus.Counter
+    /// `gateway_spans_dropped_total`: spans the export queue had no room for.
+    private let spansDropped: Prometheus.Counter
     private let sharedHits: Prometheus.Counter
     private let sharedErrors: Prometheus.Counter
     private let sharedConnections: Prometheus.Gauge
@@ -121,6 +123,7 @@ public final class GatewayMetrics: Sendable {
         cacheBytes = registry.makeGauge(descriptor: Self.family("gateway_cache_bytes", "Bytes the memory cache holds now (entries and keys)."))
         cacheBytes.set(to: 0)
         cacheEvictions = registry.makeCounter(descriptor: Self.family("gateway_cache_evictions_total", "Memory cache entries evicted to stay within GATEWAY_CACHE_MAX_BYTES."))
+        spansDropped = registry.makeCounter(descriptor: Self.family("gateway_spans_dropped_total", "Spans dropped because the export queue was full (OTEL_BSP_MAX_QUEUE_SIZE)."))
         staleIdentifiers = registry.makeCounter(descriptor: Self.family("gateway_stale_identifiers_total", "Identifiers answered from a stale entry (stale-if-error, stale-while-revalidate)."))
         sharedHits = registry.makeCounter(descriptor: Self.family("gateway_shared_cache_hits_total", "Identifiers answered from the shared tier (Redis)."))
         sharedErrors = registry.makeCounter(descriptor: Self.family("gateway_shared_cache_errors_total", "Redis commands that failed, timed out or returned what does not parse."))
@@ -214,6 +217,9 @@ public final class GatewayMetrics: Sendable {
     package func recordCacheBytes(_ bytes: Int) { cacheBytes.set(to: Double(bytes)) }
     /// Entries evicted to stay within `GATEWAY_CACHE_MAX_BYTES`.
     package func recordCacheEvictions(_ count: Int) { if count > 0 { cacheEvictions.increment(by: Int64(count)) } }
+    /// Spans the export queue dropped.
+    package func recordSpansDropped(_ count: Int) { if count > 0 { spansDropped.increment(by: Int64(count)) } }
+
     /// Identifiers answered from a stale entry (`stale-if-error`,
     /// `stale-while-revalidate`); not counted as cache hits.
     package func recordStaleIdentifiers(_ count: Int) { if count > 0 { staleIdentifiers.increment(by: Int64(count)) } }

@@ -8,8 +8,11 @@ public struct JSONRPCCallRecord: Sendable {
     /// How long the method ran; zero when no method ran.
     public let duration: Duration
     public let isNotification: Bool
+    /// The request's id, when one was read (nil for a notification).
+    public let id: JSONRPCID?
 
-    public init(method: String?, outcome: Result<JSONValue, JSONRPCError>, duration: Duration, isNotification: Bool) {
+    public init(method: String?, outcome: Result<JSONValue, JSONRPCError>, duration: Duration, isNotification: Bool, id: JSONRPCID? = nil) {
+        self.id = id
         self.method = method
         self.outcome = outcome
         self.duration = duration

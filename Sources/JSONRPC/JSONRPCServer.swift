@@ -64,7 +64,7 @@ public struct JSONRPCServer<Context: Sendable>: Sendable {
             let context = self.context
             let started = self.started
             answerLater { outcome in
-                server.observe(method: request.method, outcome: outcome, duration: ContinuousClock.now - started, isNotification: request.isNotification, context: context)
+                server.observe(method: request.method, outcome: outcome, duration: ContinuousClock.now - started, isNotification: request.isNotification, id: request.id, context: context)
                 guard let id = request.id else {
                     reply(.noContent)
                     return
@@ -136,6 +136,8 @@ public struct JSONRPCServer<Context: Sendable>: Sendable {
     private let immediateMethods: [String: ImmediateMethod]
     private let fastMethods: [String: FastMethod]
     private let observer: Observer?
+    /// The context of each batch element, made from the request's.
+    private let elementContext: (@Sendable (Context) -> Context)?
 
     /// A server answering `methods` by name.
     ///
@@ -148,7 +150,11 @@ public struct JSONRPCServer<Context: Sendable>: Sendable {
     ///   ``FastMethod``).
     /// - Parameter maxAnswerBytes: the most bytes one reply may have (see
     ///   ``maxAnswerBytes``).
-    public init(maxBatchSize: Int, methods: [String: Method], immediateMethods: [String: ImmediateMethod] = [:], fastMethods: [String: FastMethod] = [:], limits: JSONParser.Limits = .init(), maxAnswerBytes: Int = .max, observer: Observer? = nil) {
+    /// - Parameter elementContext: the context each element of a batch
+    ///   runs with, made from the request's (the gateway gives each its
+    ///   own span); nil: the request's.
+    public init(maxBatchSize: Int, methods: [String: Method], immediateMethods: [String: ImmediateMethod] = [:], fastMethods: [String: FastMethod] = [:], limits: JSONParser.Limits = .init(), maxAnswerBytes: Int = .max, observer: Observer? = nil, elementContext: (@Sendable (Context) -> Context)? = nil) {
+        self.elementContext = elementContext
         precondition(maxBatchSize >= 1, "maxBatchSize must be at least 1")
         self.maxBatchSize = maxBatchSize
         self.maxAnswerBytes = maxAnswerBytes
@@ -200,7 +206,7 @@ public struct JSONRPCServer<Context: Sendable>: Sendable {
         let request: JSONRPCRequest
         switch Self.decode(document) {
         case .failure(let failed):
-            observe(method: nil, outcome: .failure(failed.error), duration: .zero, isNotification: false, context: context)
+            observe(method: nil, outcome: .failure(failed.error), duration: .zero, isNotification: false, id: failed.id, context: context)
             return .answered(reply(JSONRPCResponse(id: failed.id ?? .null, outcome: .failure(failed.error))))
         case .success(let decoded):
             request = decoded
@@ -219,7 +225,7 @@ public struct JSONRPCServer<Context: Sendable>: Sendable {
         } else {
             return .pending(PendingBody(server: self, body: .parsed(document), context: context))
         }
-        observe(method: request.method, outcome: outcome, duration: ContinuousClock.now - started, isNotification: request.isNotification, context: context)
+        observe(method: request.method, outcome: outcome, duration: ContinuousClock.now - started, isNotification: request.isNotification, id: request.id, context: context)
         guard let id = request.id else { return .answered(.noContent) }
         return .answered(reply(JSONRPCResponse(id: id, outcome: outcome)))
     }
@@ -261,7 +267,7 @@ public struct JSONRPCServer<Context: Sendable>: Sendable {
             let request = JSONRPCRequest(id: envelope.id, method: envelope.method)
             switch answer {
             case .answer(let outcome):
-                observe(method: request.method, outcome: outcome, duration: ContinuousClock.now - started, isNotification: false, context: context)
+                observe(method: request.method, outcome: outcome, duration: ContinuousClock.now - started, isNotification: false, id: request.id, context: context)
                 return .answered(reply(JSONRPCResponse(id: envelope.id, outcome: outcome)))
             case .later(let answerLater):
                 return .deferred(DeferredCall(server: self, request: request, context: context, started: started, answerLater: answerLater))
@@ -305,7 +311,7 @@ public struct JSONRPCServer<Context: Sendable>: Sendable {
     public func respond(to element: JSONValue, context: Context) async -> JSONRPCResponse? {
         switch Self.decode(element) {
         case .failure(let failed):
-            observe(method: nil, outcome: .failure(failed.error), duration: .zero, isNotification: false, context: context)
+            observe(method: nil, outcome: .failure(failed.error), duration: .zero, isNotification: false, id: failed.id, context: context)
             return JSONRPCResponse(id: failed.id ?? .null, outcome: .failure(failed.error))
         case .success(let request):
             return await call(request, context: context)
@@ -389,7 +395,7 @@ public struct JSONRPCServer<Context: Sendable>: Sendable {
     /// Observes a call's outcome and makes its response (nil for a
     /// notification).
     private func finished(_ request: JSONRPCRequest, _ outcome: Result<JSONValue, JSONRPCError>, started: ContinuousClock.Instant, context: Context) -> JSONRPCResponse? {
-        observe(method: request.method, outcome: outcome, duration: ContinuousClock.now - started, isNotification: request.isNotification, context: context)
+        observe(method: request.method, outcome: outcome, duration: ContinuousClock.now - started, isNotification: request.isNotification, id: request.id, context: context)
         guard let id = request.id else { return nil }
         return JSONRPCResponse(id: id, outcome: outcome)
     }
@@ -402,11 +408,14 @@ public struct JSONRPCServer<Context: Sendable>: Sendable {
     /// answers in one continuation. Other methods run in a task group.
     private func respond(toBatch elements: [JSONValue], context: Context) async -> [JSONRPCResponse] {
         let answers = BatchAnswers(count: elements.count)
-        var tasked: [(Int, JSONRPCRequest)] = []
+        var tasked: [(Int, JSONRPCRequest, Context)] = []
         for (index, element) in elements.enumerated() {
+            // Each element is a call of its own (its own span, in the
+            // gateway's context).
+            let context = elementContext?(context) ?? context
             switch Self.decode(element) {
             case .failure(let failed):
-                observe(method: nil, outcome: .failure(failed.error), duration: .zero, isNotification: false, context: context)
+                observe(method: nil, outcome: .failure(failed.error), duration: .zero, isNotification: false, id: failed.id, context: context)
                 answers.set(index, JSONRPCResponse(id: failed.id ?? .null, outcome: .failure(failed.error)))
             case .success(let request):
                 let started = ContinuousClock.now
@@ -419,13 +428,13 @@ public struct JSONRPCServer<Context: Sendable>: Sendable {
                         answers.arrived(index, finished(request, outcome, started: started, context: context))
                     }
                 case nil:
-                    tasked.append((index, request))
+                    tasked.append((index, request, context))
                 }
             }
         }
         if !tasked.isEmpty {
             await withTaskGroup(of: (Int, JSONRPCResponse?).self) { group in
-                for (index, request) in tasked {
+                for (index, request, context) in tasked {
                     group.addTask { (index, await call(request, context: context)) }
                 }
                 for await (index, response) in group { answers.set(index, response) }
@@ -440,8 +449,8 @@ public struct JSONRPCServer<Context: Sendable>: Sendable {
         return reply(JSONRPCResponse(id: .null, outcome: .failure(error)))
     }
 
-    private func observe(method: String?, outcome: Result<JSONValue, JSONRPCError>, duration: Duration, isNotification: Bool, context: Context) {
-        observer?(JSONRPCCallRecord(method: method, outcome: outcome, duration: duration, isNotification: isNotification), context)
+    private func observe(method: String?, outcome: Result<JSONValue, JSONRPCError>, duration: Duration, isNotification: Bool, id: JSONRPCID? = nil, context: Context) {
+        observer?(JSONRPCCallRecord(method: method, outcome: outcome, duration: duration, isNotification: isNotification, id: id), context)
     }
 
     /// Responses are written straight into one buffer, not built as a tree

@@ -30,6 +30,7 @@ struct FuzzCase {
         checkUpstreamBodyReading()
         checkParamsReading()
         checkSharedTierReading()
+        checkTraceContextReading()
     }
 
     // MARK: - products.fetch params

@@ -1,6 +1,7 @@
 import GatewayMetrics
 import EventTransport
 import ProductsDomain
+import Tracing
 import Synchronization
 
 /// One upstream call that any number of callers wait for, each by
@@ -41,21 +42,26 @@ package final class CoalescedFetch: Sendable {
     package let identifiers: [String]
     /// The coalescer's keys of `identifiers`, hashed once at the claim.
     package let keys: [ScopedIdentifier]
+    /// The span of the call that started the fetch: the calls that join
+    /// it link their spans to it. Nil when that call is not recorded.
+    package let origin: SpanContext?
     private let state = Mutex(FetchPromiseStateMachine<Outcome, LoopWaiter>())
     private let nextWaiterID = Atomic<Int>(0)
 
-    package init(scope: FetchScope, identifiers: [String]) {
+    package init(scope: FetchScope, identifiers: [String], origin: SpanContext? = nil) {
         self.scope = scope
         self.identifiers = identifiers
         self.keys = ScopedIdentifier.keys(scope: scope, identifiers: identifiers)
+        self.origin = origin
     }
 
     /// A fetch of `identifiers` of `scope`, whose coalescer keys (in the
     /// same order) are `keys`.
-    package init(scope: FetchScope, identifiers: [String], keys: [ScopedIdentifier]) {
+    package init(scope: FetchScope, identifiers: [String], keys: [ScopedIdentifier], origin: SpanContext? = nil) {
         self.scope = scope
         self.identifiers = identifiers
         self.keys = keys
+        self.origin = origin
     }
 
     /// Waits for the outcome on `loop`, with no task: `callback` runs once,

@@ -1,5 +1,6 @@
 import GatewayMetrics
 import ProductsDomain
+import Tracing
 import Synchronization
 
 /// Per-identifier coalescing across calls, batch elements and worker
@@ -41,8 +42,9 @@ package final class Coalescer: Sendable {
     /// Joins fetches in flight for `identifiers` and claims the rest in
     /// chunks of at most `chunkSize`, atomically. `keys`, when given, are
     /// `identifiers`' (``notInFlight(scope:identifiers:)`` made them for the
-    /// same list).
-    package func claim(scope: FetchScope, identifiers: [String], keys: [ScopedIdentifier]? = nil, chunkSize: Int) -> Claim {
+    /// same list). `origin` is the claiming call's span, when recorded:
+    /// the fetches it starts carry it, for the links of those that join.
+    package func claim(scope: FetchScope, identifiers: [String], keys: [ScopedIdentifier]? = nil, chunkSize: Int, origin: SpanContext? = nil) -> Claim {
         // Hashed outside the lock, once: the plan, the claim and the
         // fetch's release all use these keys.
         let keys = keys ?? ScopedIdentifier.keys(scope: scope, identifiers: identifiers)
@@ -51,7 +53,7 @@ package final class Coalescer: Sendable {
             let plan = state.machine.plan(keys: keys)
             var started: [CoalescedFetch] = []
             func startFetch(identifiers: [String], keys: [ScopedIdentifier]) {
-                let fetch = CoalescedFetch(scope: scope, identifiers: identifiers, keys: keys)
+                let fetch = CoalescedFetch(scope: scope, identifiers: identifiers, keys: keys, origin: origin)
                 if let failure = state.released { fetch.releaseWaiters(with: failure) }
                 state.machine.register(fetch, keys: keys)
                 running.enter()

@@ -1,5 +1,6 @@
 import EventTransport
 import ProductsDomain
+import Tracing
 
 /// A source whose fetches, started on one loop, share upstream calls:
 /// distinct misses of concurrent calls gathered in one loop turn (or
@@ -121,7 +122,16 @@ final class LoopMergeBuffer: @unchecked Sendable {
             identifiers.append(contentsOf: member.request.identifiers)
             deadline = max(deadline, member.request.deadline)
         }
-        let merged = SourceRequest(scope: call.scope, identifiers: identifiers, requestID: members[0].request.requestID, deadline: deadline)
+        // The first fetch's trace too: the upstream request carries one
+        // traceparent, and the spans of the other fetches' calls link to it.
+        let carrier = members[0].request.trace
+        let merged = SourceRequest(scope: call.scope, identifiers: identifiers, requestID: members[0].request.requestID, deadline: deadline, trace: carrier)
+        if let carrier {
+            for member in members.dropFirst() {
+                guard let links = member.request.trace?.links, member.request.trace?.span != carrier.span else { continue }
+                links.add(carrier.span)
+            }
+        }
         let base = self.base
         let loop = self.loop
         let fetch = MergedFetch(members: members)

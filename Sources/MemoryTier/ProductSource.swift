@@ -2,6 +2,7 @@ import GatewayMetrics
 import EventTransport
 import JSONRPC
 import ProductsDomain
+import Tracing
 
 /// What an upstream answer is valid for: the same identifier may have other
 /// products in another app, country or language.
@@ -67,13 +68,19 @@ public struct SourceRequest: Sendable {
     /// Leases the shared tier's lookup already took for some of
     /// `identifiers`, which the fetch adopts.
     package var preclaim: SharedPreclaim?
+    /// The trace of the call that started the fetch: every upstream
+    /// attempt sends it on (`traceparent`, `tracestate`), under a span of
+    /// its own whose parent is that call's span. Nil: each attempt starts
+    /// a trace of its own.
+    public var trace: PropagatedTrace?
 
-    package init(scope: FetchScope, identifiers: [String], requestID: String, deadline: ContinuousClock.Instant, preclaim: SharedPreclaim? = nil) {
+    package init(scope: FetchScope, identifiers: [String], requestID: String, deadline: ContinuousClock.Instant, preclaim: SharedPreclaim? = nil, trace: PropagatedTrace? = nil) {
         self.scope = scope
         self.identifiers = identifiers
         self.requestID = requestID
         self.deadline = deadline
         self.preclaim = preclaim
+        self.trace = trace
     }
 }
 

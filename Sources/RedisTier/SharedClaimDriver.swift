@@ -99,7 +99,7 @@ package final class SharedClaimDriver: SharedLeaseHolder, @unchecked Sendable {
                 }
             case .fetch(let identifiers, let claimed):
                 if claimed { renewWhileFetching() }
-                let part = SourceRequest(scope: request.scope, identifiers: identifiers, requestID: request.requestID, deadline: request.deadline)
+                let part = SourceRequest(scope: request.scope, identifiers: identifiers, requestID: request.requestID, deadline: request.deadline, trace: request.trace)
                 source.fetch(part, on: loop) { [self] outcome in
                     onLoop { [self] in
                         if !claimed, case .success(let page) = outcome {

@@ -17,6 +17,13 @@ struct RequestWriterTests {
             "GET /v1/apps/a/products?ids=x,y&country=DE HTTP/1.1\r\nHost: api.onside.test\r\nAccept: application/json\r\nX-Request-Id: r-1\r\nAuthorization: Bearer t0ken\r\n\r\n")
     }
 
+    @Test func aPostWithABodyGetsItsContentLengthAfterTheFields() {
+        var headers = HTTPHeaders()
+        headers.add("Content-Type", "application/x-protobuf")
+        let head = String(decoding: RequestWriter.head(method: "POST", path: "/v1/traces", host: "collector:4318", headers: headers, bodyLength: 321), as: UTF8.self)
+        #expect(head == "POST /v1/traces HTTP/1.1\r\nHost: collector:4318\r\nContent-Type: application/x-protobuf\r\nContent-Length: 321\r\n\r\n")
+    }
+
     @Test func aHostAmongTheFieldsIsReplacedByTheConnectionsOwn() {
         var headers = HTTPHeaders()
         headers.add("host", "evil.test")

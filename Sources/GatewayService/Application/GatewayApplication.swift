@@ -13,6 +13,7 @@ import Logging
 import ProductsDomain
 import ServiceLifecycle
 import Synchronization
+import Tracing
 
 /// The composition root: builds every part from a configuration, serves,
 /// and shuts down gracefully. `main` and the tests both use it.
@@ -37,6 +38,10 @@ public final class GatewayApplication: Service {
     private let upstream: UpstreamPool
     private let sharedTier: SharedTier?
     private let boundAdminPort = Atomic<Int>(-1)
+    /// Sampling, and export when an endpoint is set.
+    public let tracer: Tracer
+    /// The collector's client, shut down after the last export.
+    private let exportClient: HTTPSClient?
 
     /// Builds the gateway; nothing listens until ``start()``.
     /// - Throws: ``ConfigurationError`` for a CA or catalog file that cannot
@@ -50,6 +55,9 @@ public final class GatewayApplication: Service {
         self.metrics = metrics
         let group = try EventLoopGroup(count: configuration.workers, namePrefix: "gateway-loop")
         self.group = group
+        let (tracer, exportClient) = try Self.makeTracer(configuration.tracing, group: group, metrics: metrics, logger: logger)
+        self.tracer = tracer
+        self.exportClient = exportClient
 
         let source: any ProductSource
         let client: HTTPSClient?
@@ -77,10 +85,13 @@ public final class GatewayApplication: Service {
                     basePath: upstream.basePath,
                     apiToken: configuration.apiToken,
                     retries: configuration.upstreamRetries,
-                    attemptTimeout: .milliseconds(configuration.upstreamTimeoutMS)
+                    attemptTimeout: .milliseconds(configuration.upstreamTimeoutMS),
+                    serverHost: upstream.host,
+                    serverPort: upstream.port
                 ),
                 metrics: metrics,
-                logger: logger
+                logger: logger,
+                tracer: tracer
             )
         } else {
             client = nil
@@ -133,7 +144,8 @@ public final class GatewayApplication: Service {
             immediateMethods: Self.productsFetchMethods(service: service).immediate,
             fastMethods: Self.productsFetchMethods(service: service).fast,
             maxAnswerBytes: configuration.maxAnswerBytes,
-            observer: Self.callObserver(metrics: metrics)
+            observer: Self.callObserver(metrics: metrics, tracer: tracer),
+            elementContext: { $0.forBatchElement() }
         )
         let readiness = ReadinessState()
         let handler = GatewayHTTPHandler(
@@ -144,6 +156,7 @@ public final class GatewayApplication: Service {
             openAPIDocument: OpenAPIDocument.bytes,
             batchTurns: BatchTurns(concurrency: configuration.batchConcurrency) { change in metrics.recordBatchesWaiting(change) },
             requestTimeout: .milliseconds(configuration.requestTimeoutMS),
+            tracer: tracer,
             logger: logger
         )
         let front = HTTPFront(
@@ -184,6 +197,16 @@ public final class GatewayApplication: Service {
                 "GATEWAY_MAX_CONNECTIONS": .stringConvertible(configuration.maxConnections),
                 "maxConnections": .stringConvertible(descriptors.maxConnections),
                 "reservedDescriptors": .stringConvertible(descriptors.reserved),
+            ])
+        }
+        if let exporter = tracer.exporter {
+            exporter.start()
+            let tracing = configuration.tracing
+            logger.info("exporting spans", metadata: [
+                "endpoint": "\(tracing.endpoint?.url ?? "")", "protocol": "\(tracing.exportProtocol.rawValue)",
+                "headers": .stringConvertible(tracing.headers.count), "scheduleDelayMs": .stringConvertible(tracing.scheduleDelayMS),
+                "maxQueueSize": .stringConvertible(tracing.maxQueueSize), "maxExportBatchSize": .stringConvertible(tracing.maxExportBatchSize),
+                "exportTimeoutMs": .stringConvertible(tracing.exportTimeoutMS),
             ])
         }
         do throws(HTTPFrontBindError) {
@@ -238,9 +261,51 @@ public final class GatewayApplication: Service {
         if answered { _ = await upstream.waitForFetches() }
         upstream.close()
         sharedTier?.close()
+        // The spans of the last calls go out, for 2 s at most.
+        if let exporter = tracer.exporter {
+            await exporter.shutdown(within: .seconds(2))
+            exportClient?.shutdown()
+        }
         // Blocks this thread until the loops' threads have ended; they run
         // their last jobs themselves and never wait for the cooperative pool.
         group.shutdown()
+    }
+
+    /// The tracer of `settings`: with an endpoint, an exporter on the
+    /// first loop and a client of its own (plain, or verified TLS against
+    /// the system store or `OTEL_EXPORTER_OTLP_CERTIFICATE`).
+    private static func makeTracer(_ settings: TracingSettings, group: EventLoopGroup, metrics: GatewayMetrics, logger: Logger) throws -> (Tracer, HTTPSClient?) {
+        guard let endpoint = settings.endpoint else { return (Tracer(sampler: settings.sampler), nil) }
+        var tls: TLSClientContext?
+        if endpoint.isTLS {
+            do {
+                tls = try TLSClientContext(caFile: settings.caFile)
+            } catch {
+                group.shutdown()
+                throw ConfigurationError(variable: settings.caFile == nil ? endpoint.variable : "OTEL_EXPORTER_OTLP_CERTIFICATE", message: "cannot set up TLS: \(error.message)")
+            }
+        }
+        var clientConfiguration = HTTPSClientConfiguration(
+            host: endpoint.host, port: endpoint.port, tls: tls, timeoutMilliseconds: settings.exportTimeoutMS,
+            maxConcurrentExchanges: 1, maxIdleConnectionsPerLoop: 1, maxResponseBytes: 1 << 20
+        )
+        clientConfiguration.naming = HTTPSClientNaming(
+            server: "collector", timeoutSetting: "OTEL_BSP_EXPORT_TIMEOUT or OTEL_EXPORTER_OTLP_TIMEOUT", maxBodySetting: "1 MiB for a collector's answer",
+            caSetting: "OTEL_EXPORTER_OTLP_CERTIFICATE", concurrencySetting: "one export at a time"
+        )
+        let client = HTTPSClient(group: group, configuration: clientConfiguration)
+        var attributes = [
+            SpanAttribute("service.name", settings.serviceName),
+            SpanAttribute("service.version", settings.serviceVersion),
+            SpanAttribute("service.instance.id", TraceIDGenerator.traceID().hex),
+        ]
+        attributes += settings.resourceAttributes.map { SpanAttribute($0.name, $0.value) }
+        let exporter = SpanExporter(
+            settings: settings, endpoint: endpoint, client: client, loop: group.loops[0],
+            resource: OTLPResource(attributes: attributes, scopeName: "products-gateway", scopeVersion: settings.serviceVersion),
+            metrics: metrics, logger: logger
+        )
+        return (Tracer(sampler: settings.sampler, exporter: exporter), client)
     }
 
     /// The logger for a `ServiceGroup`: its own lines are all `debug` (the
@@ -266,11 +331,12 @@ public final class GatewayApplication: Service {
     /// Metrics and the call's log line, for every request the engine saw:
     /// calls, notifications, unknown methods, invalid requests, bodies that
     /// are not JSON.
-    private static func callObserver(metrics: GatewayMetrics) -> JSONRPCServer<RPCCallContext>.Observer {
+    private static func callObserver(metrics: GatewayMetrics, tracer: Tracer) -> JSONRPCServer<RPCCallContext>.Observer {
         { record, context in
             let outcome = Self.outcome(of: record.outcome)
             let method = record.method ?? "-"
             metrics.recordCall(method: method, outcome: outcome, duration: record.duration)
+            if context.trace.isRecorded, let span = ServerSpan.make(record, trace: context.trace) { tracer.record(span) }
             // Built only when the line is written: at LOG_LEVEL=warning a
             // call costs no dictionary.
             guard context.logLevel <= .info else { return }

@@ -3,6 +3,7 @@ import MemoryTier
 import RedisTier
 import JSONRPC
 import ProductsDomain
+import Tracing
 
 /// The control flow of one `products.fetch` call after its memory lookup,
 /// pure: events in (the shared tier answered, the fetches were claimed, a
@@ -179,6 +180,8 @@ struct CallInProgress: Sendable {
     /// The leases the shared tier's lookup took for the call, until the
     /// fetches it starts adopt them.
     var preclaim: SharedPreclaim?
+    /// The call's trace, carried by the fetches it starts.
+    var trace: PropagatedTrace?
 
     init(identifiers: [String], scope: FetchScope, region: ResolvedRegion, requestID: String, deadline: ContinuousClock.Instant) {
         self.identifiers = identifiers

@@ -5,6 +5,7 @@ import EventTransport
 import JSONRPC
 import Logging
 import ProductsDomain
+import Tracing
 
 /// `products.fetch`: validation, region, cache, coalescing, fan-out,
 /// merge, normalisation and the error mapping, source-agnostic.
@@ -105,19 +106,21 @@ public final class ProductsFetchService: Sendable {
     private func fetchImmediately(_ parsed: FetchProductsParams, region: ResolvedRegion, context: RPCCallContext) -> JSONRPCImmediateOutcome {
         let loop = context.loop
         // Nil unless LOG_LEVEL=debug.
-        var trace = CallTrace(context: context, identifiers: parsed.productIdentifiers.count)
-        var machine = ProductsCallStateMachine(call: begin(parsed, region: region, requestID: context.requestID, arrived: context.arrived, on: loop, trace: &trace))
+        var steps = CallSteps(context: context, identifiers: parsed.productIdentifiers.count)
+        var machine = ProductsCallStateMachine(call: begin(
+            parsed, region: region, requestID: context.requestID, arrived: context.arrived, trace: context.trace.propagated, on: loop, steps: &steps
+        ))
         let first = machine.memoryLookedUp(sharedTier: sharedTier != nil, now: .now)
         switch first {
         case .answer(let outcome):
-            trace?.log(identifiers: machine.call.identifiers, outcome: outcome)
+            steps?.log(identifiers: machine.call.identifiers, outcome: outcome)
             return .answer(rpcOutcome(outcome, requestID: context.requestID, logger: context.logger))
         case .deadlinePassed:
-            trace?.log(identifiers: machine.call.identifiers, outcome: .failure(deadlineFailure))
+            steps?.log(identifiers: machine.call.identifiers, outcome: .failure(deadlineFailure))
             return .answer(rpcOutcome(.failure(deadlineFailure), requestID: context.requestID, logger: context.logger))
         default:
-            return .later { [self, machine, trace] answer in
-                ProductsCallDriver(service: self, machine: machine, loop: loop, trace: trace) { [self] outcome in
+            return .later { [self, machine, steps] answer in
+                ProductsCallDriver(service: self, machine: machine, loop: loop, steps: steps) { [self] outcome in
                     answer(rpcOutcome(outcome, requestID: context.requestID, logger: context.logger))
                 }.perform(first)
             }
@@ -162,7 +165,10 @@ public final class ProductsFetchService: Sendable {
     /// A valid call after its memory lookup: fresh entries answer, and
     /// `stale-while-revalidate` ones answer and are refreshed in the
     /// background.
-    private func begin(_ params: FetchProductsParams, region: ResolvedRegion, requestID: String, arrived: ContinuousClock.Instant, on loop: EventLoop, trace: inout CallTrace?) -> CallInProgress {
+    private func begin(
+        _ params: FetchProductsParams, region: ResolvedRegion, requestID: String, arrived: ContinuousClock.Instant, trace: PropagatedTrace, on loop: EventLoop,
+        steps: inout CallSteps?
+    ) -> CallInProgress {
         let started = ContinuousClock.now
         var call = CallInProgress(
             identifiers: params.productIdentifiers,
@@ -171,14 +177,15 @@ public final class ProductsFetchService: Sendable {
             requestID: requestID,
             deadline: arrived + settings.requestTimeout
         )
+        call.trace = trace
         var stale: [String] = []
         let hits = cache.lookup(scope: call.scope, identifiers: call.identifiers, now: started, into: &call.answers, revalidating: &stale)
         metrics.recordCacheHits(hits)
-        trace?.memoryLookedUp(call.answers, identifiers: call.identifiers, stale: stale)
+        steps?.memoryLookedUp(call.answers, identifiers: call.identifiers, stale: stale)
         if !stale.isEmpty {
             metrics.recordStaleIdentifiers(stale.count)
             var none: SharedPreclaim?
-            revalidate(stale, scope: call.scope, requestID: requestID, deadline: call.deadline, preclaim: &none, on: loop)
+            revalidate(stale, scope: call.scope, requestID: requestID, deadline: call.deadline, trace: trace, preclaim: &none, on: loop)
         }
         return call
     }
@@ -220,7 +227,7 @@ public final class ProductsFetchService: Sendable {
             _ = cache.lookup(scope: call.scope, identifiers: identifiers, now: .now, into: &call.answers, revalidating: &revalidating)
             if !revalidating.isEmpty {
                 metrics.recordStaleIdentifiers(revalidating.count)
-                revalidate(revalidating, scope: call.scope, requestID: call.requestID, deadline: call.deadline, preclaim: &call.preclaim, on: loop)
+                revalidate(revalidating, scope: call.scope, requestID: call.requestID, deadline: call.deadline, trace: call.trace, preclaim: &call.preclaim, on: loop)
             }
         }
     }
@@ -229,16 +236,16 @@ public final class ProductsFetchService: Sendable {
     /// answered stale, coalesced like any fetch (an identifier already being
     /// fetched is not asked again). Nobody waits for it; its success
     /// refreshes the cache, its failure is forgotten.
-    private func revalidate(_ identifiers: [String], scope: FetchScope, requestID: String, deadline: ContinuousClock.Instant, preclaim: inout SharedPreclaim?, on loop: EventLoop) {
-        let claim = coalescer.claim(scope: scope, identifiers: identifiers, chunkSize: settings.upstreamMaxIDs)
-        for fetch in claim.started { start(fetch, requestID: requestID, deadline: deadline, preclaim: adopt(fetch, from: &preclaim), on: loop) }
+    private func revalidate(_ identifiers: [String], scope: FetchScope, requestID: String, deadline: ContinuousClock.Instant, trace: PropagatedTrace?, preclaim: inout SharedPreclaim?, on loop: EventLoop) {
+        let claim = coalescer.claim(scope: scope, identifiers: identifiers, chunkSize: settings.upstreamMaxIDs, origin: trace?.recordedSpan)
+        for fetch in claim.started { start(fetch, requestID: requestID, deadline: deadline, trace: trace, preclaim: adopt(fetch, from: &preclaim), on: loop) }
     }
 
     /// Starts a call's new fetches, each with the leases the call's lookup
     /// took for its identifiers; leases no fetch adopted are released.
     fileprivate func startFetches(_ started: [CoalescedFetch], for call: inout CallInProgress, on loop: EventLoop) {
         for fetch in started {
-            start(fetch, requestID: call.requestID, deadline: call.deadline, preclaim: adopt(fetch, from: &call.preclaim), on: loop)
+            start(fetch, requestID: call.requestID, deadline: call.deadline, trace: call.trace, preclaim: adopt(fetch, from: &call.preclaim), on: loop)
         }
         releaseLeases(of: &call, on: loop)
     }
@@ -269,8 +276,8 @@ public final class ProductsFetchService: Sendable {
     /// until `finish`. The source runs it on `loop`, the loop of the call
     /// that started it, by callback: the fetch, its upstream exchange and
     /// its timers stay there.
-    private func start(_ fetch: CoalescedFetch, requestID: String, deadline: ContinuousClock.Instant, preclaim: SharedPreclaim?, on loop: EventLoop) {
-        var request = SourceRequest(scope: fetch.scope, identifiers: fetch.identifiers, requestID: requestID, deadline: deadline)
+    private func start(_ fetch: CoalescedFetch, requestID: String, deadline: ContinuousClock.Instant, trace: PropagatedTrace?, preclaim: SharedPreclaim?, on loop: EventLoop) {
+        var request = SourceRequest(scope: fetch.scope, identifiers: fetch.identifiers, requestID: requestID, deadline: deadline, trace: trace)
         request.preclaim = preclaim
         let source = self.source
         let cache = self.cache
@@ -321,13 +328,13 @@ private final class ProductsCallDriver: @unchecked Sendable {
     /// for the claim that follows when the same list is still missing.
     private var lookupKeys: (identifiers: [String], keys: [ScopedIdentifier])?
     /// The call's steps, at `LOG_LEVEL=debug` only.
-    private var trace: CallTrace?
+    private var steps: CallSteps?
 
-    init(service: ProductsFetchService, machine: ProductsCallStateMachine, loop: EventLoop, trace: CallTrace?, answer: @escaping @Sendable (Result<EncodedJSON, ProductsFetchFailure>) -> Void) {
+    init(service: ProductsFetchService, machine: ProductsCallStateMachine, loop: EventLoop, steps: CallSteps?, answer: @escaping @Sendable (Result<EncodedJSON, ProductsFetchFailure>) -> Void) {
         self.service = service
         self.machine = machine
         self.loop = loop
-        self.trace = trace
+        self.steps = steps
         self.answer = answer
     }
 
@@ -360,19 +367,27 @@ private final class ProductsCallDriver: @unchecked Sendable {
                 tier.lookup(scope: machine.call.scope, identifiers: asked, on: loop) { [self] found in
                     machine.call.preclaim = found?.claims
                     if let found { service.absorbShared(found.entries, asked: asked, into: &machine.call, on: loop) }
-                    trace?.sharedTierAnswered(machine.call.answers, asked: asked.count)
+                    steps?.sharedTierAnswered(machine.call.answers, asked: asked.count)
                     perform(machine.sharedTierAnswered(now: .now))
                 }
                 return
             case .fetch(let missing):
+                let trace = machine.call.trace
                 let claim = service.coalescer.claim(
                     scope: machine.call.scope, identifiers: missing, keys: lookupKeys.flatMap { Self.sameList(missing, $0.identifiers) ? $0.keys : nil },
-                    chunkSize: service.settings.upstreamMaxIDs
+                    chunkSize: service.settings.upstreamMaxIDs, origin: trace?.recordedSpan
                 )
                 lookupKeys = nil
+                if let links = trace?.links, claim.fetches.count > claim.started.count {
+                    // Joined a fetch another call started: this call's
+                    // span links to that call's.
+                    for fetch in claim.fetches {
+                        if let origin = fetch.origin, origin != trace?.span { links.add(origin) }
+                    }
+                }
                 service.metrics.recordCoalesced(claim.joinedIdentifierCount)
                 service.startFetches(claim.started, for: &machine.call, on: loop)
-                trace?.fetchesClaimed(started: claim.started)
+                steps?.fetchesClaimed(started: claim.started)
                 action = machine.fetchesClaimed(claim.fetches)
             case .waitFor(let fetch):
                 if let outcome = fetch.settledOutcome {
@@ -388,16 +403,16 @@ private final class ProductsCallDriver: @unchecked Sendable {
                     scope: machine.call.scope, identifiers: machine.call.identifiers, failedIdentifiers: fetch.identifiers, now: .now, into: &machine.call.answers
                 )
                 service.metrics.recordStaleIdentifiers(fallback.filled)
-                trace?.staleCovered(machine.call.answers)
+                steps?.staleCovered(machine.call.answers)
                 action = machine.staleCovered(complete: fallback.complete)
             case .deadlinePassed:
                 service.releaseLeases(of: &machine.call, on: loop)
-                trace?.log(identifiers: machine.call.identifiers, outcome: .failure(service.deadlineFailure))
+                steps?.log(identifiers: machine.call.identifiers, outcome: .failure(service.deadlineFailure))
                 answer(.failure(service.deadlineFailure))
                 return
             case .answer(let outcome):
                 service.releaseLeases(of: &machine.call, on: loop)
-                trace?.log(identifiers: machine.call.identifiers, outcome: outcome)
+                steps?.log(identifiers: machine.call.identifiers, outcome: outcome)
                 answer(outcome)
                 return
             }
@@ -407,9 +422,9 @@ private final class ProductsCallDriver: @unchecked Sendable {
     /// The machine's next action after `fetch` ended, traced at debug.
     private func fetchEnded(_ fetch: CoalescedFetch, _ outcome: CoalescedFetch.Outcome) -> ProductsCallStateMachine.Action {
         let action = machine.fetchEnded(outcome)
-        if trace != nil {
+        if steps != nil {
             let failed = if case .failure = outcome { true } else { false }
-            trace?.fetchEnded(fetch, identifiers: machine.call.identifiers, failed: failed)
+            steps?.fetchEnded(fetch, identifiers: machine.call.identifiers, failed: failed)
         }
         return action
     }

@@ -3,6 +3,7 @@ import MemoryTier
 import RedisTier
 import EventTransport
 import Logging
+import Tracing
 
 /// What every JSON-RPC call of one HTTP request shares.
 public struct RPCCallContext: Sendable {
@@ -15,14 +16,20 @@ public struct RPCCallContext: Sendable {
     /// callbacks and timers come back there, and its answer is written
     /// from there.
     public let loop: EventLoop
+    /// The call's trace: the caller's continued or a new one, the call's
+    /// own span, whether it is sampled and recorded.
+    public let trace: CallTrace
     private let baseLogger: Logger
 
-    /// A logger with `requestId` metadata; made when asked for, since most
-    /// calls log nothing of their own (a metadata dictionary per call cost
-    /// more than a cache lookup).
+    /// A logger with `requestId`, `traceId` and `spanId` metadata; made
+    /// when asked for, since most calls log nothing of their own (a
+    /// metadata dictionary per call cost more than a cache lookup), and
+    /// the ids are written as hex only then.
     public var logger: Logger {
         var logger = baseLogger
         logger[metadataKey: "requestId"] = "\(requestID)"
+        logger[metadataKey: "traceId"] = .string(trace.span.traceID.hex)
+        logger[metadataKey: "spanId"] = .string(trace.span.spanID.hex)
         return logger
     }
 
@@ -31,10 +38,17 @@ public struct RPCCallContext: Sendable {
 
     /// A context for the calls of one HTTP request; public so that a
     /// benchmark or a test can drive the engine in process.
-    public init(requestID: String, logger: Logger, loop: EventLoop, arrived: ContinuousClock.Instant = .now) {
+    public init(requestID: String, logger: Logger, loop: EventLoop, arrived: ContinuousClock.Instant = .now, trace: CallTrace? = nil) {
         self.loop = loop
+        self.trace = trace ?? .unrecordedRoot()
         self.requestID = requestID
         self.arrived = arrived
         self.baseLogger = logger
+    }
+
+    /// This context for one element of a batch: the same request, a span
+    /// of its own (each JSON-RPC call has one).
+    public func forBatchElement() -> RPCCallContext {
+        RPCCallContext(requestID: requestID, logger: baseLogger, loop: loop, arrived: arrived, trace: trace.sibling())
     }
 }

@@ -70,6 +70,8 @@ public struct GatewayConfiguration: Sendable {
     public var logFormat: LogFormat
     /// The process locale variables (`LC_ALL`, `LANG`), for region resolution.
     public var systemLocale: SystemLocale
+    /// Trace export and sampling (the `OTEL_*` variables).
+    public var tracing: TracingSettings
 
     public enum LogFormat: String, Sendable { case json, text }
 
@@ -146,7 +148,8 @@ public struct GatewayConfiguration: Sendable {
             shutdownGraceMS: try source.integer(.shutdownGraceMS),
             logLevel: try source.choice(.logLevel),
             logFormat: LogFormat(rawValue: try source.choice(.logFormat))!,
-            systemLocale: SystemLocale(environment: environment)
+            systemLocale: SystemLocale(environment: environment),
+            tracing: try TracingSettings.load(environment: environment)
         )
     }
 

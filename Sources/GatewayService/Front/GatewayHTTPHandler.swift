@@ -21,9 +21,13 @@ final class GatewayHTTPHandler: Sendable {
     /// `GATEWAY_REQUEST_TIMEOUT_MS`: a batch waits for its turn at most
     /// until its calls' deadline.
     private let requestTimeout: Duration
+    /// Continues the caller's trace (`traceparent`, `tracestate`) or
+    /// starts one, per call.
+    private let tracer: Tracer
 
-    init(rpc: JSONRPCServer<RPCCallContext>, authenticator: APIKeyAuthenticator, readiness: ReadinessState, metrics: GatewayMetrics, openAPIDocument: [UInt8], batchTurns: BatchTurns, requestTimeout: Duration = .seconds(5), logger: Logger) {
+    init(rpc: JSONRPCServer<RPCCallContext>, authenticator: APIKeyAuthenticator, readiness: ReadinessState, metrics: GatewayMetrics, openAPIDocument: [UInt8], batchTurns: BatchTurns, requestTimeout: Duration = .seconds(5), tracer: Tracer = Tracer(), logger: Logger) {
         self.rpc = rpc
+        self.tracer = tracer
         self.batchTurns = batchTurns
         self.requestTimeout = requestTimeout
         self.authenticator = authenticator
@@ -100,7 +104,8 @@ final class GatewayHTTPHandler: Sendable {
             responder.send(Self.problem(415, "Content-Type must be application/json, got \(contentType.prefix(100))", headers: headers, note: note))
             return
         }
-        let context = RPCCallContext(requestID: requestID, logger: logger, loop: request.loop, arrived: request.received)
+        let trace = tracer.begin(traceparent: Self.listField("traceparent", of: request.headers), tracestate: Self.listField("tracestate", of: request.headers))
+        let context = RPCCallContext(requestID: requestID, logger: logger, loop: request.loop, arrived: request.received, trace: trace)
         // A call served from memory (or refused) is answered right here, on
         // the loop, with no task; one that misses memory is answered from
         // the callback that completes it (a Redis reply, a fetch's end, its
@@ -160,6 +165,16 @@ final class GatewayHTTPHandler: Sendable {
                 return Self.response(await pending.finish(), headers: headers, note: note)
             }
         }
+    }
+
+    /// A field's value, or its values joined with commas when it was sent
+    /// more than once (RFC 9110's rule for list fields): two `tracestate`s
+    /// are one list, and two `traceparent`s make one invalid value, so the
+    /// call starts a new trace, as W3C Trace Context asks.
+    private static func listField(_ name: String, of headers: HTTPHeaders) -> String? {
+        guard let first = headers[name] else { return nil }
+        let all = headers.values(name)
+        return all.count == 1 ? first : all.joined(separator: ",")
     }
 
     private static func response(_ reply: JSONRPCReply, headers: consuming HTTPHeaders, note: AccessNote?) -> HTTPResponse {

@@ -4,6 +4,7 @@ import RedisTier
 import EventTransport
 import Logging
 import ProductsDomain
+import Tracing
 
 /// The Onside products API over verified HTTPS (contract section 2), with
 /// retries after connection errors, 502, 503 and 504, jittered exponential
@@ -17,8 +18,13 @@ public struct OnsideUpstreamSource: ProductSource {
         public var attemptTimeout: Duration
         /// First backoff; doubled after each attempt, with full jitter in its upper half.
         public var initialBackoff: Duration = .milliseconds(100)
+        /// The upstream's host and port, for the CLIENT spans' attributes.
+        public var serverHost = ""
+        public var serverPort = 443
 
-        public init(basePath: String, apiToken: String?, retries: Int, attemptTimeout: Duration) {
+        public init(basePath: String, apiToken: String?, retries: Int, attemptTimeout: Duration, serverHost: String = "", serverPort: Int = 443) {
+            self.serverHost = serverHost
+            self.serverPort = serverPort
             self.basePath = basePath
             self.apiToken = apiToken
             self.retries = retries
@@ -32,10 +38,17 @@ public struct OnsideUpstreamSource: ProductSource {
     private let logger: Logger
     /// `Bearer <token>`, made once rather than per request.
     private let authorization: String?
+    /// Where each attempt's CLIENT span goes (when its call is recorded).
+    private let tracer: Tracer
+    /// `https://host:port`, the start of each span's `url.full`.
+    private let origin: String
 
     /// - Parameter client: Caps exchanges in flight (`UPSTREAM_CONCURRENCY`)
     ///   and bounds each one (`UPSTREAM_TIMEOUT_MS`) itself.
-    init(client: HTTPSClient, settings: Settings, metrics: GatewayMetrics, logger: Logger) {
+    init(client: HTTPSClient, settings: Settings, metrics: GatewayMetrics, logger: Logger, tracer: Tracer = Tracer()) {
+        self.tracer = tracer
+        let host = settings.serverHost.contains(":") ? "[\(settings.serverHost)]" : settings.serverHost
+        self.origin = settings.serverPort == 443 ? "https://\(host)" : "https://\(host):\(settings.serverPort)"
         self.client = client
         self.settings = settings
         self.metrics = metrics
@@ -48,7 +61,7 @@ public struct OnsideUpstreamSource: ProductSource {
     /// timer of `loop`.
     public func fetch(_ request: SourceRequest, on loop: EventLoop, completion: @escaping @Sendable (Result<SourcePage, ProductsFetchFailure>) -> Void) {
         let path = UpstreamRequestPath.make(basePath: settings.basePath, request: request)
-        var headers = HTTPHeaders(reservingCapacity: 4)
+        var headers = HTTPHeaders(reservingCapacity: 6)
         headers.add("Accept", "application/json")
         headers.add("X-Request-Id", request.requestID)
         if let authorization { headers.add("Authorization", authorization) }
@@ -56,15 +69,59 @@ public struct OnsideUpstreamSource: ProductSource {
         attempt(0, path: path, headers: headers, request: request, on: loop, completion: completion)
     }
 
+    /// The CLIENT span of one attempt (OpenTelemetry's HTTP client
+    /// conventions): method, server, `url.full` (never credentials: the
+    /// token travels in a header), the status, and `error.type` on a
+    /// failure (the status, or the client's kind of error).
+    private func clientSpan(_ span: SpanContext, parent: SpanID, traceState: String?, path: String, start: UInt64, outcome: Result<HTTPClientResponse, HTTPClientError>) -> SpanData {
+        var attributes = [
+            SpanAttribute("http.request.method", "GET"),
+            SpanAttribute("server.address", settings.serverHost),
+            SpanAttribute("server.port", settings.serverPort),
+            SpanAttribute("url.full", origin + path),
+        ]
+        var status = SpanData.Status.unset
+        switch outcome {
+        case .success(let response):
+            attributes.append(SpanAttribute("http.response.status_code", response.status))
+            if response.status >= 400 {
+                attributes.append(SpanAttribute("error.type", String(response.status)))
+                status = .error(message: "")
+            }
+        case .failure(let error):
+            attributes.append(SpanAttribute("error.type", error.kind.rawValue))
+            status = .error(message: error.message)
+        }
+        return SpanData(
+            context: span, parentSpanID: parent.isValid ? parent : nil, traceState: traceState,
+            name: "GET", kind: .client, startUnixNanos: start, endUnixNanos: UnixClock.nanoseconds(),
+            attributes: attributes, status: status
+        )
+    }
+
     /// One attempt. The client bounds it as a whole by `UPSTREAM_TIMEOUT_MS`
     /// with a loop timer that closes its connection and frees its lease at
     /// once; the wait for a lease is bounded by the fetch's deadline.
     private func attempt(_ attempt: Int, path: String, headers: HTTPHeaders, request: SourceRequest, on loop: EventLoop, completion: @escaping @Sendable (Result<SourcePage, ProductsFetchFailure>) -> Void) {
         let started = ContinuousClock.now
-        client.get(on: loop, path: path, headers: headers, leaseDeadline: request.deadline) { [self] outcome in
+        // Each attempt is a span of its own, under the span of the call
+        // that started the fetch (its trace and sampled flag), and says so
+        // upstream: `traceparent` with that span's id, and the caller's
+        // `tracestate`. A fetch no call started begins a trace.
+        let parent = request.trace?.span ?? SpanContext(traceID: TraceIDGenerator.traceID(), spanID: SpanID(0), flags: .sampled)
+        let span = SpanContext(traceID: parent.traceID, spanID: TraceIDGenerator.spanID(), flags: parent.flags)
+        var attemptHeaders = headers
+        attemptHeaders.add("traceparent", span.traceparent)
+        if let state = request.trace?.traceState { attemptHeaders.add("tracestate", state) }
+        let recorded = request.trace?.links != nil && tracer.isExporting
+        let startedUnixNanos = recorded ? UnixClock.nanoseconds() : 0
+        client.get(on: loop, path: path, headers: attemptHeaders, leaseDeadline: request.deadline) { [self] outcome in
             switch outcome {
             case .success(let response): metrics.recordUpstream(status: response.status, duration: ContinuousClock.now - started)
             case .failure: metrics.recordUpstream(status: nil, duration: ContinuousClock.now - started)
+            }
+            if recorded {
+                tracer.record(clientSpan(span, parent: parent.spanID, traceState: request.trace?.traceState, path: path, start: startedUnixNanos, outcome: outcome))
             }
             metrics.recordUpstreamIdentifiers(request.identifiers.count)
             switch UpstreamResponseClassifier.classify(outcome) {
@@ -82,7 +139,7 @@ public struct OnsideUpstreamSource: ProductSource {
                     return completion(.failure(failure))
                 }
                 logger.debug("upstream attempt failed, retrying", metadata: [
-                    "requestId": "\(request.requestID)",
+                    "requestId": "\(request.requestID)", "traceId": .string(span.traceID.hex), "spanId": .string(parent.spanID.hex),
                     "attempt": .stringConvertible(attempt + 1), "reason": "\(failure.reason)", "backoffMs": .stringConvertible(backoff.milliseconds),
                 ])
                 let retry: @Sendable () -> Void = { [self] in

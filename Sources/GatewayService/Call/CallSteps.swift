@@ -20,12 +20,12 @@ import ProductsDomain
 /// tier), `stale-if-error` (a stale entry after that fetch failed), and
 /// `none` (nothing answered it: the call failed). An identifier a step
 /// reported unknown is that step's too.
-struct CallTrace {
+struct CallSteps {
     enum Tier: String {
         case memory, memoryStale = "memory-stale", redis, sharedFetch = "shared-fetch", upstream, staleIfError = "stale-if-error", none
     }
 
-    /// The message of every trace line.
+    /// The message of every steps line.
     static let message: Logger.Message = "products.fetch steps"
 
     private let logger: Logger
@@ -37,7 +37,7 @@ struct CallTrace {
     /// The fetches the call started itself (the others it joined).
     private var ownFetches: Set<ObjectIdentifier> = []
 
-    /// A trace for a call of `count` identifiers when `context` writes
+    /// The steps of a call of `count` identifiers when `context` writes
     /// debug lines; nil otherwise.
     init?(context: RPCCallContext, identifiers count: Int) {
         guard context.logLevel <= .debug else { return nil }

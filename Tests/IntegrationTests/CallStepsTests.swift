@@ -6,7 +6,7 @@ import Testing
 /// `LOG_LEVEL=debug`: one `products.fetch steps` line per call, saying
 /// which tier answered each identifier and how long each step took
 /// (in-process gateways log at debug).
-@Suite struct CallTraceTests {
+@Suite struct CallStepsTests {
     /// The steps line of `requestID` in `logs`.
     static func stepsLine(_ logs: LogCapture, _ requestID: String, sourceLocation: SourceLocation = #_sourceLocation) throws -> JSONObject {
         let lines = logs.all.compactMap(GatewayProcess.jsonObject).filter { $0["msg"] == "products.fetch steps" && $0["requestId"]?.stringValue == requestID }
