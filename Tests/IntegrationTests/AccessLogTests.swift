@@ -86,15 +86,25 @@ import Testing
             #expect(try await Self.count(adminPort, status: status) == 0, "status \(status) before any request")
         }
 
-        // 200, with the key: its fingerprint, never the key.
-        let ok = try await gateway.rpc(call, headers: [authorized, ("X-Request-Id", "access-200")])
+        // 200, with the key: its fingerprint, never the key; the caller's
+        // trace, continued under a span of the call's own.
+        let traceID = "4bf92f3577b34da6a3ce929d0e0e4736"
+        let traceparent = ("traceparent", "00-\(traceID)-00f067aa0ba902b7-01") as (String, String)
+        let ok = try await gateway.rpc(call, headers: [authorized, traceparent, ("X-Request-Id", "access-200")])
         #expect(ok.status == 200)
-        Self.expectLine(try await Self.accessLine(gateway, "access-200"), of: ok, method: "POST", path: "/rpc", apiKey: Self.fingerprint)
+        let okLine = try await Self.accessLine(gateway, "access-200")
+        Self.expectLine(okLine, of: ok, method: "POST", path: "/rpc", apiKey: Self.fingerprint)
+        #expect(okLine["traceId"] == .string(traceID))
+        let spanID = okLine["spanId"]?.stringValue ?? ""
+        #expect(spanID.count == 16 && spanID != "00f067aa0ba902b7" && spanID.allSatisfy { $0.isHexDigit && !$0.isUppercase }, "\(spanID)")
 
         // 401: no key, then an unknown one.
-        let missing = try await gateway.rpc(call, headers: [("X-Request-Id", "access-401-none")])
+        let missing = try await gateway.rpc(call, headers: [traceparent, ("X-Request-Id", "access-401-none")])
         #expect(missing.status == 401)
-        Self.expectLine(try await Self.accessLine(gateway, "access-401-none"), of: missing, method: "POST", path: "/rpc", apiKey: "none")
+        let missingLine = try await Self.accessLine(gateway, "access-401-none")
+        Self.expectLine(missingLine, of: missing, method: "POST", path: "/rpc", apiKey: "none")
+        // A refused call is part of its trace too.
+        #expect(missingLine["traceId"] == .string(traceID))
         let unknown = try await gateway.rpc(call, headers: [("Authorization", "Bearer not-a-key-0123456789"), ("X-Request-Id", "access-401-unknown")])
         #expect(unknown.status == 401)
         Self.expectLine(try await Self.accessLine(gateway, "access-401-unknown"), of: unknown, method: "POST", path: "/rpc", apiKey: "unknown")

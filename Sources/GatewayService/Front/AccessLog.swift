@@ -1,18 +1,23 @@
 import EventTransport
 import GatewayMetrics
 import Logging
+import Tracing
 
 /// What the gateway's handler tells the access log about a request, beside
-/// what the HTTP server knows (``HTTPResponse/note``): which API key asked.
-/// Trace context fields join it here. Made once per key (and for no key
-/// and an unknown one), not per request.
+/// what the HTTP server knows (``HTTPResponse/note``): which API key asked,
+/// and for a request to `/rpc`, its trace. Made once per key (and for no
+/// key and an unknown one); one per request only while access lines are
+/// written (`LOG_LEVEL` `info` or lower), to carry its trace.
 final class AccessNote: Sendable {
     /// ``APIKeyAuthenticator/Caller/logValue``: the key's fingerprint,
     /// `none` or `unknown`.
     let apiKey: String?
+    /// The request's trace and span (its call's; a batch's first call's).
+    let trace: SpanContext?
 
-    init(apiKey: String?) {
+    init(apiKey: String?, trace: SpanContext? = nil) {
         self.apiKey = apiKey
+        self.trace = trace
     }
 
     /// A request to `/rpc` without `Authorization`, keys being configured.
@@ -63,7 +68,8 @@ final class AccessLog: HTTPAnswerObserver {
     /// and `durationMs` (`elapsed`: from the request's first byte to its
     /// answer handed to the socket, to the microsecond) are numbers; `requestId` is the
     /// answer's `X-Request-Id`; `apiKey` says which key asked, never the
-    /// key (``AccessNote``).
+    /// key, and `traceId`/`spanId` the trace of a request to `/rpc`
+    /// (``AccessNote``).
     static func line(for record: borrowing HTTPAnswerRecord, elapsed: Duration) -> Logger.Metadata {
         var metadata: Logger.Metadata = [
             "method": .string(record.requestLine.map { String($0.method.prefix(32)) } ?? "-"),
@@ -73,8 +79,12 @@ final class AccessLog: HTTPAnswerObserver {
             "durationMs": .stringConvertible(milliseconds(elapsed)),
             "requestId": .string(record.responseHeaders["X-Request-Id"] ?? "-"),
         ]
-        if let note = record.note as? AccessNote, let apiKey = note.apiKey {
-            metadata["apiKey"] = .string(apiKey)
+        if let note = record.note as? AccessNote {
+            if let apiKey = note.apiKey { metadata["apiKey"] = .string(apiKey) }
+            if let trace = note.trace {
+                metadata["traceId"] = .string(trace.traceID.hex)
+                metadata["spanId"] = .string(trace.spanID.hex)
+            }
         }
         return metadata
     }

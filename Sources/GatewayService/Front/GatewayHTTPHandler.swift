@@ -14,6 +14,9 @@ final class GatewayHTTPHandler: Sendable {
     private let metrics: GatewayMetrics
     private let openAPIDocument: [UInt8]
     private let logger: Logger
+    /// Whether access lines are written (`info` or lower): only then does a
+    /// request to `/rpc` get an access note of its own, for its trace.
+    private let writesAccessLines: Bool
     /// `/rpc` requests from the moment they are accepted until their answer
     /// is handed to the loop; graceful shutdown waits for none to be left.
     let calls = InFlightCounter()
@@ -35,6 +38,7 @@ final class GatewayHTTPHandler: Sendable {
         self.metrics = metrics
         self.openAPIDocument = openAPIDocument
         self.logger = logger
+        self.writesAccessLines = logger.logLevel <= .info
     }
 
     /// Called on a loop thread; never blocks it. `/rpc` work moves to a task
@@ -93,8 +97,12 @@ final class GatewayHTTPHandler: Sendable {
         // The field is looked up only when keys are configured: a lookup
         // compares every field's name, on every call.
         let caller = authenticator.isEnabled ? authenticator.identify(request.headers["Authorization"]) : .open
-        // For the access line: which key asked (nil without keys: no note).
-        let note = caller.note
+        // Every request to /rpc is part of a trace, refused ones too (their
+        // access line names it).
+        let trace = tracer.begin(traceparent: Self.listField("traceparent", of: request.headers), tracestate: Self.listField("tracestate", of: request.headers))
+        // For the access line: which key asked (nil without keys), and the
+        // trace, while access lines are written.
+        let note = writesAccessLines ? AccessNote(apiKey: caller.note?.apiKey, trace: trace.span) : caller.note
         guard caller.isAuthorized else {
             headers.add("WWW-Authenticate", #"Bearer realm="products-gateway""#)
             responder.send(Self.problem(401, "missing or unknown API key; send Authorization: Bearer <key>", headers: headers, note: note))
@@ -104,7 +112,6 @@ final class GatewayHTTPHandler: Sendable {
             responder.send(Self.problem(415, "Content-Type must be application/json, got \(contentType.prefix(100))", headers: headers, note: note))
             return
         }
-        let trace = tracer.begin(traceparent: Self.listField("traceparent", of: request.headers), tracestate: Self.listField("tracestate", of: request.headers))
         let context = RPCCallContext(requestID: requestID, logger: logger, loop: request.loop, arrived: request.received, trace: trace)
         // A call served from memory (or refused) is answered right here, on
         // the loop, with no task; one that misses memory is answered from
