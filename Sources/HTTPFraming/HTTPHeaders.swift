@@ -28,6 +28,25 @@ public struct HTTPHeaders: Sendable, Equatable, Sequence, ExpressibleByDictionar
         fields.first { $0.name.caseInsensitiveEquals(name) }?.value
     }
 
+    /// The values of two list fields in one pass over the fields: each
+    /// field's value, or its values joined with commas when it was sent more
+    /// than once (RFC 9110's rule for list fields); nil when absent. Names
+    /// are compared only at their own length, so most fields are passed
+    /// over on a count.
+    public func listValues(_ first: String, _ second: String) -> (String?, String?) {
+        var values: (String?, String?) = (nil, nil)
+        let (firstCount, secondCount) = (first.utf8.count, second.utf8.count)
+        for field in fields {
+            let count = field.name.utf8.count
+            if count == firstCount, field.name.caseInsensitiveEquals(first) {
+                values.0 = values.0.map { $0 + "," + field.value } ?? field.value
+            } else if count == secondCount, field.name.caseInsensitiveEquals(second) {
+                values.1 = values.1.map { $0 + "," + field.value } ?? field.value
+            }
+        }
+        return values
+    }
+
     /// Every value of `name`, in order.
     public func values(_ name: String) -> [String] {
         fields.filter { $0.name.caseInsensitiveEquals(name) }.map(\.value)

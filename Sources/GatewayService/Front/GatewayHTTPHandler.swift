@@ -99,7 +99,8 @@ final class GatewayHTTPHandler: Sendable {
         let caller = authenticator.isEnabled ? authenticator.identify(request.headers["Authorization"]) : .open
         // Every request to /rpc is part of a trace, refused ones too (their
         // access line names it).
-        let trace = tracer.begin(traceparent: Self.listField("traceparent", of: request.headers), tracestate: Self.listField("tracestate", of: request.headers))
+        let fields = Self.traceFields(of: request.headers)
+        let trace = tracer.begin(traceparent: fields.traceparent, tracestate: fields.tracestate)
         // For the access line: which key asked (nil without keys), and the
         // trace, while access lines are written.
         let note = writesAccessLines ? AccessNote(apiKey: caller.note?.apiKey, trace: trace.span) : caller.note
@@ -174,14 +175,14 @@ final class GatewayHTTPHandler: Sendable {
         }
     }
 
-    /// A field's value, or its values joined with commas when it was sent
-    /// more than once (RFC 9110's rule for list fields): two `tracestate`s
-    /// are one list, and two `traceparent`s make one invalid value, so the
-    /// call starts a new trace, as W3C Trace Context asks.
-    private static func listField(_ name: String, of headers: HTTPHeaders) -> String? {
-        guard let first = headers[name] else { return nil }
-        let all = headers.values(name)
-        return all.count == 1 ? first : all.joined(separator: ",")
+    /// `traceparent` and `tracestate`, in one pass over the fields (every
+    /// call to `/rpc` reads them), each joined when sent more than once:
+    /// two `tracestate`s are one list, and two `traceparent`s make one
+    /// invalid value, so the call starts a new trace, as W3C Trace Context
+    /// asks.
+    static func traceFields(of headers: HTTPHeaders) -> (traceparent: String?, tracestate: String?) {
+        let (traceparent, tracestate) = headers.listValues("traceparent", "tracestate")
+        return (traceparent, tracestate)
     }
 
     private static func response(_ reply: JSONRPCReply, headers: consuming HTTPHeaders, note: AccessNote?) -> HTTPResponse {
