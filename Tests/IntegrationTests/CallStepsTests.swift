@@ -28,8 +28,11 @@ import Testing
         line["steps"]?.arrayValue?.compactMap { $0["step"]?.stringValue } ?? []
     }
 
-    @Test func memoryTheUpstreamAndAJoinedFetchAreToldApart() async throws {
-        try await UpstreamScenario.run(environment: ["UPSTREAM_RETRIES": "0"]) { upstream, gateway in
+    @Test(.timeLimit(.minutes(1))) func memoryTheUpstreamAndAJoinedFetchAreToldApart() async throws {
+        // Attempts and calls outlast the held fetch below, however slow the
+        // machine (a 1.5 s delay ran past the 2 s attempt under ThreadSanitizer).
+        let environment = ["UPSTREAM_RETRIES": "0", "UPSTREAM_TIMEOUT_MS": "30000", "GATEWAY_REQUEST_TIMEOUT_MS": "40000"]
+        try await UpstreamScenario.run(environment: environment) { upstream, gateway in
             upstream.upstream.setCacheControl("max-age=30")
             let first = try await gateway.fetchProducts(["premium_monthly", "unknown_x"], headers: [("X-Request-Id", "trace-1")])
             #expect(first.productIDs == ["premium_monthly"])
@@ -50,12 +53,18 @@ import Testing
             let warm = try Self.stepsLine(gateway.logs, "trace-2")
             #expect(Self.tiers(warm) == ["premium_monthly": "memory", "coins_100": "upstream", "unknown_x": "memory"])
 
-            // A call that joins a fetch another call started.
-            upstream.upstream.enqueue(.delay(milliseconds: 1500))
+            // A call that joins a fetch another call started: the upstream
+            // holds the fetch until the second call has joined it.
+            upstream.upstream.enqueue(.held)
             async let starter = gateway.fetchProducts(["coins_550"], headers: [("X-Request-Id", "trace-starter")])
-            try await UpstreamScenario.waitFor("the first call's upstream request") { upstream.upstream.requestCount(for: "coins_550") == 1 }
-            let joiner = try await gateway.fetchProducts(["coins_550"], headers: [("X-Request-Id", "trace-joiner")])
-            #expect(joiner.productIDs == ["coins_550"])
+            try await UpstreamScenario.waitFor("the first call's upstream request") { upstream.upstream.heldCount == 1 }
+            let coalescedBefore = try await gateway.metricValue("gateway_coalesced_identifiers_total") ?? -1
+            async let joiner = gateway.fetchProducts(["coins_550"], headers: [("X-Request-Id", "trace-joiner")])
+            try await UpstreamScenario.waitFor("the second call joined") {
+                (try? await gateway.metricValue("gateway_coalesced_identifiers_total")) == coalescedBefore + 1
+            }
+            #expect(upstream.upstream.answerHeld() == 1)
+            #expect(try await joiner.productIDs == ["coins_550"])
             #expect(try await starter.productIDs == ["coins_550"])
             #expect(upstream.upstream.requestCount(for: "coins_550") == 1)
             #expect(Self.tiers(try Self.stepsLine(gateway.logs, "trace-starter")) == ["coins_550": "upstream"])
@@ -80,10 +89,14 @@ import Testing
 
     /// Another replica fetched it: this one's answer comes from Redis.
     @Test func theSharedTierIsNamed() async throws {
-        try await SharedTierScenario.run { upstream, gateways, _ in
+        try await SharedTierScenario.run { upstream, gateways, redis in
             upstream.upstream.setCacheControl("max-age=30")
             let fetched = try await gateways[0].fetchProducts(["premium_monthly"], headers: [("X-Request-Id", "trace-replica-1")])
             #expect(fetched.productIDs == ["premium_monthly"])
+            // Stored after the answer (pipelined at the end of the turn).
+            try await UpstreamScenario.waitFor("the entry stored") {
+                (try? redis.cli("GET", "test-gw:v1:p:demo:DE:-:premium_monthly"))?.hasPrefix("OGW1") == true
+            }
             let fromRedis = try await gateways[1].fetchProducts(["premium_monthly"], headers: [("X-Request-Id", "trace-replica-2")])
             #expect(fromRedis.productIDs == ["premium_monthly"])
             #expect(upstream.upstream.requestCount(for: "premium_monthly") == 1)

@@ -204,10 +204,11 @@ import Tracing
         let gateway = try await GatewayProcess.start(upstream.gatewayEnvironment(Self.exporting(to: collector, [
             "OTEL_EXPORTER_OTLP_PROTOCOL": "http/json", "GATEWAY_REQUEST_TIMEOUT_MS": "20000", "UPSTREAM_TIMEOUT_MS": "20000",
         ])))
-        // Long enough for every caller to arrive while the fetch is in flight.
-        upstream.upstream.setStandingFault(.delay(milliseconds: 2000))
+        // The fetch is held by the upstream until every other caller has
+        // joined it (counted as coalesced), however slow the machine.
+        upstream.upstream.setStandingFault(.held)
         let callers = (0..<12).map { index in String(format: "%032x", index + 1) }
-        try await withThrowingTaskGroup(of: Void.self) { group in
+        async let answered: Void = withThrowingTaskGroup(of: Void.self) { group in
             for trace in callers {
                 group.addTask {
                     let response = try await gateway.rpc(MetricsTests.fetch(["premium_monthly"]), headers: [("traceparent", "00-\(trace)-\(Self.callerSpan)-01")])
@@ -216,6 +217,11 @@ import Tracing
             }
             try await group.waitForAll()
         }
+        try await UpstreamScenario.waitFor("every other caller joined the fetch") {
+            (try? await gateway.metricValue("gateway_coalesced_identifiers_total")) == Double(callers.count - 1)
+        }
+        #expect(upstream.upstream.answerHeld() == 1)
+        try await answered
         #expect(upstream.upstream.requestCount(for: "premium_monthly") == 1)
         let carried = try #require(Self.traceparent(upstream.upstream.requests.last?.headers["traceparent"]))
         #expect(callers.contains(carried.traceID.hex))
