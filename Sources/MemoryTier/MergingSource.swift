@@ -116,19 +116,21 @@ final class LoopMergeBuffer: @unchecked Sendable {
         var identifiers: [String] = []
         identifiers.reserveCapacity(call.identifierCount)
         var deadline = members[0].request.deadline
-        for member in members {
+        // By index, not `for member in`: a member copied is a reference
+        // count per field of its request, per member.
+        for index in members.indices {
             // Distinct: the coalescer gives an identifier of a scope to one
             // fetch at a time.
-            identifiers.append(contentsOf: member.request.identifiers)
-            deadline = max(deadline, member.request.deadline)
+            identifiers.append(contentsOf: members[index].request.identifiers)
+            deadline = max(deadline, members[index].request.deadline)
         }
         // The first fetch's trace too: the upstream request carries one
         // traceparent, and the spans of the other fetches' calls link to it.
         let carrier = members[0].request.trace
         let merged = SourceRequest(scope: call.scope, identifiers: identifiers, requestID: members[0].request.requestID, deadline: deadline, trace: carrier)
         if let carrier {
-            for member in members.dropFirst() {
-                guard let links = member.request.trace?.links, member.request.trace?.span != carrier.span else { continue }
+            for index in members.indices.dropFirst() {
+                guard let links = members[index].request.trace?.links, members[index].request.trace?.span != carrier.span else { continue }
                 links.add(carrier.span)
             }
         }

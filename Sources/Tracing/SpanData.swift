@@ -66,6 +66,7 @@ public enum UnixClock {
     public static func nanoseconds() -> UInt64 {
         var now = timespec()
         clock_gettime(CLOCK_REALTIME, &now)
-        return UInt64(now.tv_sec) * 1_000_000_000 + UInt64(now.tv_nsec)
+        // Never 0, which stands for "not recorded" in a call's trace.
+        return max(UInt64(now.tv_sec) * 1_000_000_000 + UInt64(now.tv_nsec), 1)
     }
 }

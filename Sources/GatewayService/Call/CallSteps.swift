@@ -39,7 +39,7 @@ struct CallSteps {
 
     /// The steps of a call of `count` identifiers when `context` writes
     /// debug lines; nil otherwise.
-    init?(context: RPCCallContext, identifiers count: Int) {
+    init?(context: borrowing RPCCallContext, identifiers count: Int) {
         guard context.logLevel <= .debug else { return nil }
         logger = context.logger
         started = .now

@@ -183,12 +183,13 @@ struct CallInProgress: Sendable {
     /// The call's trace, carried by the fetches it starts.
     var trace: PropagatedTrace?
 
-    init(identifiers: [String], scope: FetchScope, region: ResolvedRegion, requestID: String, deadline: ContinuousClock.Instant) {
+    init(identifiers: [String], scope: FetchScope, region: ResolvedRegion, requestID: String, deadline: ContinuousClock.Instant, trace: PropagatedTrace? = nil) {
         self.identifiers = identifiers
         self.scope = scope
         self.region = region
         self.requestID = requestID
         self.deadline = deadline
+        self.trace = trace
         self.answers = [ProductAnswer?](repeating: nil, count: identifiers.count)
     }
 

@@ -107,10 +107,21 @@ public final class ProductsFetchService: Sendable {
         let loop = context.loop
         // Nil unless LOG_LEVEL=debug.
         var steps = CallSteps(context: context, identifiers: parsed.productIdentifiers.count)
-        var machine = ProductsCallStateMachine(call: begin(
-            parsed, region: region, requestID: context.requestID, arrived: context.arrived, trace: context.trace.propagated, on: loop, steps: &steps
+        // One clock read for the lookup and the deadline check after it.
+        let now = ContinuousClock.now
+        // The call is made in the machine and looked up in place: built
+        // apart and handed over, it was copied whole (a reference count per
+        // field) on every call.
+        var machine = ProductsCallStateMachine(call: CallInProgress(
+            identifiers: parsed.productIdentifiers,
+            scope: FetchScope(appID: settings.appID, country: region.countryCode, language: parsed.language),
+            region: region,
+            requestID: context.requestID,
+            deadline: context.arrived + settings.requestTimeout,
+            trace: context.trace.propagated
         ))
-        let first = machine.memoryLookedUp(sharedTier: sharedTier != nil, now: .now)
+        lookUpMemory(&machine.call, now: now, on: loop, steps: &steps)
+        let first = machine.memoryLookedUp(sharedTier: sharedTier != nil, now: now)
         switch first {
         case .answer(let outcome):
             steps?.log(identifiers: machine.call.identifiers, outcome: outcome)
@@ -119,16 +130,17 @@ public final class ProductsFetchService: Sendable {
             steps?.log(identifiers: machine.call.identifiers, outcome: .failure(deadlineFailure))
             return .answer(rpcOutcome(.failure(deadlineFailure), requestID: context.requestID, logger: context.logger))
         default:
-            return .later { [self, machine, steps] answer in
-                ProductsCallDriver(service: self, machine: machine, loop: loop, steps: steps) { [self] outcome in
-                    answer(rpcOutcome(outcome, requestID: context.requestID, logger: context.logger))
-                }.perform(first)
-            }
+            // The driver holds the machine and the context, once: the
+            // closure carries one reference (copying the two into it, and
+            // again into the answer's closure, cost a reference count per
+            // field of each, on every miss).
+            let driver = ProductsCallDriver(service: self, machine: machine, context: context, steps: steps)
+            return .later { answer in driver.start(first, answer: answer) }
         }
     }
 
     /// A call's outcome as JSON-RPC; a failure is logged here, once.
-    private func rpcOutcome(_ outcome: Result<EncodedJSON, ProductsFetchFailure>, requestID: String, logger: @autoclosure () -> Logger) -> Result<JSONValue, JSONRPCError> {
+    fileprivate func rpcOutcome(_ outcome: Result<EncodedJSON, ProductsFetchFailure>, requestID: String, logger: @autoclosure () -> Logger) -> Result<JSONValue, JSONRPCError> {
         switch outcome {
         case .success(let result):
             // Already JSON: the engine appends these bytes to the response.
@@ -162,32 +174,19 @@ public final class ProductsFetchService: Sendable {
         }
     }
 
-    /// A valid call after its memory lookup: fresh entries answer, and
+    /// A valid call's memory lookup: fresh entries answer, and
     /// `stale-while-revalidate` ones answer and are refreshed in the
     /// background.
-    private func begin(
-        _ params: FetchProductsParams, region: ResolvedRegion, requestID: String, arrived: ContinuousClock.Instant, trace: PropagatedTrace, on loop: EventLoop,
-        steps: inout CallSteps?
-    ) -> CallInProgress {
-        let started = ContinuousClock.now
-        var call = CallInProgress(
-            identifiers: params.productIdentifiers,
-            scope: FetchScope(appID: settings.appID, country: region.countryCode, language: params.language),
-            region: region,
-            requestID: requestID,
-            deadline: arrived + settings.requestTimeout
-        )
-        call.trace = trace
+    private func lookUpMemory(_ call: inout CallInProgress, now: ContinuousClock.Instant, on loop: EventLoop, steps: inout CallSteps?) {
         var stale: [String] = []
-        let hits = cache.lookup(scope: call.scope, identifiers: call.identifiers, now: started, into: &call.answers, revalidating: &stale)
+        let hits = cache.lookup(scope: call.scope, identifiers: call.identifiers, now: now, into: &call.answers, revalidating: &stale)
         metrics.recordCacheHits(hits)
         steps?.memoryLookedUp(call.answers, identifiers: call.identifiers, stale: stale)
         if !stale.isEmpty {
             metrics.recordStaleIdentifiers(stale.count)
             var none: SharedPreclaim?
-            revalidate(stale, scope: call.scope, requestID: requestID, deadline: call.deadline, trace: trace, preclaim: &none, on: loop)
+            revalidate(stale, scope: call.scope, requestID: call.requestID, deadline: call.deadline, trace: call.trace, preclaim: &none, on: loop)
         }
-        return call
     }
 
     /// The shared tier's answer to one `MGET` of `asked` (the call's memory
@@ -322,20 +321,35 @@ private final class ProductsCallDriver: @unchecked Sendable {
     // @unchecked: `machine` is touched on `loop` only.
     private let service: ProductsFetchService
     private let loop: EventLoop
+    private let context: RPCCallContext
     private var machine: ProductsCallStateMachine
-    private let answer: @Sendable (Result<EncodedJSON, ProductsFetchFailure>) -> Void
+    /// The engine's callback, given when the call starts.
+    private var answerCall: (@Sendable (Result<JSONValue, JSONRPCError>) -> Void)?
     /// The coalescer's keys of the identifiers the shared tier was asked,
     /// for the claim that follows when the same list is still missing.
     private var lookupKeys: (identifiers: [String], keys: [ScopedIdentifier])?
     /// The call's steps, at `LOG_LEVEL=debug` only.
     private var steps: CallSteps?
 
-    init(service: ProductsFetchService, machine: ProductsCallStateMachine, loop: EventLoop, steps: CallSteps?, answer: @escaping @Sendable (Result<EncodedJSON, ProductsFetchFailure>) -> Void) {
+    init(service: ProductsFetchService, machine: consuming ProductsCallStateMachine, context: RPCCallContext, steps: consuming CallSteps?) {
         self.service = service
         self.machine = machine
-        self.loop = loop
+        self.context = context
+        self.loop = context.loop
         self.steps = steps
-        self.answer = answer
+    }
+
+    /// Performs `first`; `answer` gets the call's outcome, once.
+    func start(_ first: ProductsCallStateMachine.Action, answer: @escaping @Sendable (Result<JSONValue, JSONRPCError>) -> Void) {
+        answerCall = answer
+        perform(first)
+    }
+
+    /// The call's outcome, handed to the engine (a failure logged once).
+    private func answer(_ outcome: Result<EncodedJSON, ProductsFetchFailure>) {
+        let answer = answerCall
+        answerCall = nil
+        answer?(service.rpcOutcome(outcome, requestID: context.requestID, logger: context.logger))
     }
 
     /// Whether `a` and `b` are one list, not two equal ones: the call's

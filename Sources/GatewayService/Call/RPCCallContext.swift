@@ -19,14 +19,14 @@ public struct RPCCallContext: Sendable {
     /// The call's trace: the caller's continued or a new one, the call's
     /// own span, whether it is sampled and recorded.
     public let trace: CallTrace
-    private let baseLogger: Logger
+    private let logs: CallLogs
 
     /// A logger with `requestId`, `traceId` and `spanId` metadata; made
     /// when asked for, since most calls log nothing of their own (a
     /// metadata dictionary per call cost more than a cache lookup), and
     /// the ids are written as hex only then.
     public var logger: Logger {
-        var logger = baseLogger
+        var logger = logs.logger
         logger[metadataKey: "requestId"] = "\(requestID)"
         logger[metadataKey: "traceId"] = .string(trace.span.traceID.hex)
         logger[metadataKey: "spanId"] = .string(trace.span.spanID.hex)
@@ -34,21 +34,42 @@ public struct RPCCallContext: Sendable {
     }
 
     /// The level below which `logger` writes nothing; cheap to ask.
-    public var logLevel: Logger.Level { baseLogger.logLevel }
+    public var logLevel: Logger.Level { logs.level }
 
     /// A context for the calls of one HTTP request; public so that a
     /// benchmark or a test can drive the engine in process.
     public init(requestID: String, logger: Logger, loop: EventLoop, arrived: ContinuousClock.Instant = .now, trace: CallTrace? = nil) {
+        self.init(requestID: requestID, logs: CallLogs(logger), loop: loop, arrived: arrived, trace: trace ?? .unrecordedRoot())
+    }
+
+    /// A context whose logger is `logs`', made once for every call of a
+    /// front (the gateway's way).
+    init(requestID: String, logs: CallLogs, loop: EventLoop, arrived: ContinuousClock.Instant, trace: CallTrace) {
         self.loop = loop
-        self.trace = trace ?? .unrecordedRoot()
+        self.trace = trace
         self.requestID = requestID
         self.arrived = arrived
-        self.baseLogger = logger
+        self.logs = logs
     }
 
     /// This context for one element of a batch: the same request, a span
     /// of its own (each JSON-RPC call has one).
     public func forBatchElement() -> RPCCallContext {
-        RPCCallContext(requestID: requestID, logger: baseLogger, loop: loop, arrived: arrived, trace: trace.sibling())
+        RPCCallContext(requestID: requestID, logs: logs, loop: loop, arrived: arrived, trace: trace.sibling())
+    }
+}
+
+/// The logger every call of a front starts from, held once: a context
+/// then carries one reference to it, not a `Logger` (an existential
+/// handler and a label), so making, copying and dropping a context per
+/// call costs one reference count for it.
+final class CallLogs: Sendable {
+    let logger: Logger
+    /// `logger`'s level, read on every call.
+    let level: Logger.Level
+
+    init(_ logger: Logger) {
+        self.logger = logger
+        self.level = logger.logLevel
     }
 }

@@ -14,6 +14,8 @@ final class GatewayHTTPHandler: Sendable {
     private let metrics: GatewayMetrics
     private let openAPIDocument: [UInt8]
     private let logger: Logger
+    /// `logger`, for the calls' contexts.
+    private let callLogs: CallLogs
     /// Whether access lines are written (`info` or lower): only then does a
     /// request to `/rpc` get an access note of its own, for its trace.
     private let writesAccessLines: Bool
@@ -38,6 +40,7 @@ final class GatewayHTTPHandler: Sendable {
         self.metrics = metrics
         self.openAPIDocument = openAPIDocument
         self.logger = logger
+        self.callLogs = CallLogs(logger)
         self.writesAccessLines = logger.logLevel <= .info
     }
 
@@ -113,7 +116,7 @@ final class GatewayHTTPHandler: Sendable {
             responder.send(Self.problem(415, "Content-Type must be application/json, got \(contentType.prefix(100))", headers: headers, note: note))
             return
         }
-        let context = RPCCallContext(requestID: requestID, logger: logger, loop: request.loop, arrived: request.received, trace: trace)
+        let context = RPCCallContext(requestID: requestID, logs: callLogs, loop: request.loop, arrived: request.received, trace: trace)
         // A call served from memory (or refused) is answered right here, on
         // the loop, with no task; one that misses memory is answered from
         // the callback that completes it (a Redis reply, a fetch's end, its

@@ -23,14 +23,17 @@ public struct CallTrace: Sendable {
     /// The call's own span.
     public var span: SpanContext { propagated.span }
 
-    /// Whether the call's span is exported (sampled, with an exporter).
-    public var isRecorded: Bool { propagated.links != nil }
+    /// Whether the call's span is exported (sampled, with an exporter):
+    /// it has a start time. Read on every call, so from a number, not from
+    /// the links' optional reference.
+    public var isRecorded: Bool { startUnixNanos != 0 }
 
     /// A new sampled trace, recorded nowhere: for a context made without a
     /// tracer (tests, benchmarks).
     public static func unrecordedRoot() -> CallTrace {
-        CallTrace(
-            propagated: PropagatedTrace(span: SpanContext(traceID: TraceIDGenerator.traceID(), spanID: TraceIDGenerator.spanID(), flags: .sampled), traceState: nil, links: nil),
+        let (traceID, spanID) = TraceIDGenerator.traceAndSpanID()
+        return CallTrace(
+            propagated: PropagatedTrace(span: SpanContext(traceID: traceID, spanID: spanID, flags: .sampled), traceState: nil, links: nil),
             parentSpanID: nil, startUnixNanos: 0
         )
     }
