@@ -89,7 +89,7 @@ extension SharedTier {
 
     private func sendLookupScript(_ batch: [AskedLookup], on loop: EventLoop) {
         guard let connection = readyConnection(on: loop) else {
-            for asked in batch { asked.completion(nil) }
+            for index in batch.indices { batch[index].completion(nil) }
             return
         }
         // Every call's keys, one after the other, as asked. A key asked
@@ -105,8 +105,11 @@ extension SharedTier {
         // nil (no entry: the lease is this call's).
         var command = RedisCommand.evalsha(Self.lookupScript, keyCount: keyCount, reservingBytes: keyCount * 112 + token.utf8.count + 64, arguments: keyCount + 2)
         command.replyElements = keyCount
-        for asked in batch {
-            keys.append("v1:p:", asked.scope, asked.identifiers, to: &command)
+        // By index here and below: an element copied is a reference count
+        // per field (its scope's three strings, its identifiers, its
+        // completion), per call of the turn.
+        for index in batch.indices {
+            keys.append("v1:p:", batch[index].scope, batch[index].identifiers, to: &command)
         }
         SharedLease.append(token: token, to: &command)
         command.append(Self.leaseMilliseconds)
@@ -125,19 +128,22 @@ extension SharedTier {
             }
             var garbage = 0
             var position = 0
-            for asked in batch {
+            for askedIndex in batch.indices {
+                let identifiers = batch[askedIndex].identifiers
                 // Both empty while every identifier so far won its lease (the
                 // usual miss: no array and no set is made).
                 var found: [SharedCacheEntry?] = []
                 var wonSome: Set<String>?
-                for (index, identifier) in asked.identifiers.enumerated() {
+                for index in identifiers.indices {
                     defer { position += 1 }
-                    if wonSome == nil, values[position] != .null {
-                        wonSome = Set(asked.identifiers[..<index])
-                        found.reserveCapacity(asked.identifiers.count)
+                    if wonSome == nil {
+                        // The usual miss: the lease is this call's.
+                        if case .null = values[position] { continue }
+                        wonSome = Set(identifiers[..<index])
+                        found.reserveCapacity(identifiers.count)
                         found.append(contentsOf: repeatElement(nil, count: index))
                     }
-                    if wonSome == nil { continue }
+                    let identifier = identifiers[index]
                     switch values[position] {
                     case .null:
                         // The lease is this call's: its fetch adopts it.
@@ -171,9 +177,9 @@ extension SharedTier {
                         found.append(nil)
                     }
                 }
-                let claims = wonSome.map { SharedPreclaim(token: token, scope: asked.scope, won: $0) }
-                    ?? SharedPreclaim(token: token, scope: asked.scope, wonAllOf: asked.identifiers)
-                asked.completion(Lookup(entries: found, claims: claims))
+                let claims = wonSome.map { SharedPreclaim(token: token, scope: batch[askedIndex].scope, won: $0) }
+                    ?? SharedPreclaim(token: token, scope: batch[askedIndex].scope, wonAllOf: identifiers)
+                batch[askedIndex].completion(Lookup(entries: found, claims: claims))
             }
             if garbage > 0 {
                 metrics.recordSharedErrors(garbage)
