@@ -95,6 +95,33 @@ public struct RedisCommand: Sendable {
         }
     }
 
+    /// Appends one argument per text of `texts` after the first: each the
+    /// bytes at `head` (a part of an argument already written), then the
+    /// text's UTF-8. Keys of one scope share their head: a shared-tier
+    /// miss writes a run of them per identifier list, and the head is
+    /// copied from a buffer of its own, the texts read in place (a
+    /// per-key argument written in parts cost more in reference counts
+    /// than in bytes).
+    @inlinable
+    public mutating func appendArguments(repeating head: Range<Int>, eachAfterTheFirst texts: [String]) {
+        precondition(openedAt == nil, "an argument is being written")
+        precondition(head.lowerBound >= 0 && head.upperBound <= storage.count, "bytes already written")
+        guard texts.count > 1 else { return }
+        let headBytes = Array(storage[head])
+        headBytes.withUnsafeBufferPointer { headBuffer in
+            texts.withUnsafeBufferPointer { texts in
+                for index in 1 ..< texts.count {
+                    let start = storage.count
+                    storage.append(contentsOf: headBuffer)
+                    if texts[index].utf8.withContiguousStorageIfAvailable({ storage.append(contentsOf: $0) }) == nil {
+                        storage.append(contentsOf: texts[index].utf8)
+                    }
+                    argumentLengths.append(storage.count - start)
+                }
+            }
+        }
+    }
+
     /// Ends the argument ``beginArgument()`` started.
     @inlinable
     public mutating func endArgument() {

@@ -211,10 +211,6 @@ package struct SharedTierKeys: Sendable {
         let head = headStart ..< command.byteCount
         command.appendPart(first)
         command.endArgument()
-        for identifier in identifiers.dropFirst() {
-            command.beginArgument(repeating: head)
-            command.appendPart(identifier)
-            command.endArgument()
-        }
+        command.appendArguments(repeating: head, eachAfterTheFirst: identifiers)
     }
 }

@@ -42,6 +42,26 @@ struct RedisCommandTests {
         #expect(Self.arguments(command) == ["MGET", "head:first", "head:second", "head:", "head:a-third-one-long-enough-to-grow-the-buffer-more-than-once", ""])
     }
 
+    /// A run of keys sharing a head: one argument per text after the first
+    /// (the first is written by hand, as the shared tier does), texts that
+    /// are not native UTF-8 (bridged, or with non-ASCII) included.
+    @Test func aRunOfArgumentsRepeatsAHeadBeforeEachText() {
+        var command = RedisCommand(reservingBytes: 4, arguments: 1)
+        command.append("MGET")
+        command.beginArgument()
+        let start = command.byteCount
+        command.appendPart("v1:p:app:DE:-:")
+        let head = start ..< command.byteCount
+        let texts = ["first", "", "zweiter-Schlüssel", String(repeating: "x", count: 300), "é"]
+        command.appendPart(texts[0])
+        command.endArgument()
+        command.appendArguments(repeating: head, eachAfterTheFirst: texts)
+        command.appendArguments(repeating: head, eachAfterTheFirst: ["only the first: nothing written"])
+        #expect(Self.arguments(command) == ["MGET"] + texts.map { "v1:p:app:DE:-:" + $0 })
+        command.append("after")
+        #expect(Self.arguments(command).last == "after")
+    }
+
     /// What goes on the wire: the protocol's form of the arguments, byte
     /// for byte, and a NUL that is not sent.
     @Test func theWireFormIsRESPWithATrailingNUL() {
