@@ -54,6 +54,13 @@ final class RawSocket: @unchecked Sendable {
         }
     }
 
+    /// The next `count` bytes (fewer at the end, the timeout or a reset).
+    func read(_ count: Int) -> String {
+        var bytes = [UInt8](repeating: 0, count: count)
+        let received = bytes.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, Int32(MSG_WAITALL)) }
+        return String(decoding: bytes.prefix(max(received, 0)), as: UTF8.self)
+    }
+
     /// Reads until `count` responses' heads and bodies (by Content-Length)
     /// have arrived.
     func readResponses(_ count: Int) -> [String] {
