@@ -63,7 +63,7 @@ final class MergingSourceTests {
         }
 
         /// Waits (polling: only the order of events matters) until `count`
-        /// requests were made.
+        /// requests were made, 20 s at most; the sleep is the poll's interval.
         func waitForRequests(_ count: Int) async throws {
             let deadline = ContinuousClock.now + .seconds(20)
             while requests.count < count {
@@ -81,6 +81,8 @@ final class MergingSourceTests {
             { outcome in self.outcomes.withLock { $0[name] = outcome.map { Set($0.encodedProducts.keys) } } }
         }
 
+        /// Waits for `count` outcomes, 20 s at most (polling: the sleep is
+        /// only the interval).
         func waitFor(_ count: Int) async throws -> [String: Result<Set<String>, ProductsFetchFailure>] {
             let deadline = ContinuousClock.now + .seconds(20)
             while outcomes.withLock({ $0.count }) < count {
@@ -260,6 +262,7 @@ final class MergingSourceTests {
         }
         try await base.waitForRequests(1)
         #expect(base.requests.first?.identifiers == ["premium_monthly", "coins_100"])
+        // Waits for each answer (the event), 20 s at most; the sleeps are the poll's interval.
         let deadline = ContinuousClock.now + .seconds(20)
         while answers.withLock({ $0["leaving"] }) == nil, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(5)) }
         #expect(answers.withLock { $0["leaving"] }?.failure?.code == -32005)
