@@ -93,9 +93,7 @@ final class EventLoopTests {
                 }
                 #expect(timer.isArmed)
             }
-            // A later turn: nothing else fires. Not a race: this loop fires
-            // its timers in deadline order, so a second firing (at 4 ms) or
-            // the cancelled timer would come before this 5 ms one.
+            // A later turn, nothing else fires. Not a race: timers fire in deadline order, so a repeat (4 ms) or the cancelled timer would come first.
             await loop.sleep(for: .milliseconds(5))
             return log
         }.value

@@ -84,7 +84,7 @@ final class ServerUnderTest: Sendable {
                 responder.send {
                     let end = ContinuousClock.now + .seconds(20)
                     while !Task.isCancelled && ContinuousClock.now < end {
-                        // Polls for the cancellation (the event), 20 s at most.
+                        // Polls for the event (the task cancelled), 20 s at most: the sleep is only the poll's interval.
                         await loop.sleep(for: .milliseconds(10))
                     }
                     guard Task.isCancelled else { return HTTPResponse(status: 200, body: Array("never cancelled".utf8)) }
@@ -170,6 +170,7 @@ final class PathLog: Sendable {
 func eventually(within seconds: Int = 2, _ condition: () -> Bool) async -> Bool {
     for _ in 0..<(seconds * 100) {
         if condition() { return true }
+        // Polls for the event (`condition`), `seconds` at most: the sleep is only the poll's interval.
         try? await Task.sleep(for: .milliseconds(10))
     }
     return condition()

@@ -68,6 +68,7 @@ final class MergingSourceTests {
             let deadline = ContinuousClock.now + .seconds(20)
             while requests.count < count {
                 guard ContinuousClock.now < deadline else { throw CancellationError() }
+                // Polls for the event (`count` requests), 20 s at most: the sleep is only the poll's interval.
                 try await Task.sleep(for: .milliseconds(2))
             }
         }
@@ -87,6 +88,7 @@ final class MergingSourceTests {
             let deadline = ContinuousClock.now + .seconds(20)
             while outcomes.withLock({ $0.count }) < count {
                 guard ContinuousClock.now < deadline else { throw CancellationError() }
+                // Polls for the event (`count` outcomes), 20 s at most: the sleep is only the poll's interval.
                 try await Task.sleep(for: .milliseconds(2))
             }
             return outcomes.withLock { $0 }
@@ -262,12 +264,13 @@ final class MergingSourceTests {
         }
         try await base.waitForRequests(1)
         #expect(base.requests.first?.identifiers == ["premium_monthly", "coins_100"])
-        // Waits for each answer (the event), 20 s at most; the sleeps are the poll's interval.
         let deadline = ContinuousClock.now + .seconds(20)
+        // Polls for the event (the leaving call's answer), 20 s at most: the sleep is only the poll's interval.
         while answers.withLock({ $0["leaving"] }) == nil, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(5)) }
         #expect(answers.withLock { $0["leaving"] }?.failure?.code == -32005)
         #expect(answers.withLock { $0["staying"] == nil })
         base.answerFromCatalog(0)
+        // Polls for the event (the staying call's answer), 20 s at most: the sleep is only the poll's interval.
         while answers.withLock({ $0["staying"] }) == nil, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(5)) }
         let staying = try #require(answers.withLock { $0["staying"] })
         #expect(try staying.get().serialized() == AnswerBytesTests.treeResult(["coins_100"]))

@@ -56,6 +56,7 @@ final class SharedFetchCallbackTests {
         let deadline = ContinuousClock.now + .seconds(20)
         while !condition() {
             guard ContinuousClock.now < deadline else { throw TimedOut(what: what) }
+            // Polls for the event (`condition`), 20 s at most: the sleep is only the poll's interval.
             try await Task.sleep(for: .milliseconds(5))
         }
     }

@@ -50,6 +50,7 @@ struct UpstreamPoolTests {
         let end = ContinuousClock.now + limit
         while ContinuousClock.now < end {
             if condition() { return true }
+            // Polls for the event (`condition`), `limit` at most: the sleep is only the poll's interval.
             try? await Task.sleep(for: .milliseconds(20))
         }
         return condition()

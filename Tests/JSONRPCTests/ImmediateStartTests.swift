@@ -104,9 +104,8 @@ import Testing
             return
         }
         let finished = Task { Self.text(await pending.finish()) }
-        // Waits for the event (the method has handed over its callback),
-        // 20 s at most; the sleep is only the poll's interval.
         let deadline = ContinuousClock.now + .seconds(20)
+        // Polls for the event (the method handed over its callback), 20 s at most: the sleep is only the poll's interval.
         while held.answer.withLock({ $0 == nil }), ContinuousClock.now < deadline { try? await Task.sleep(for: .milliseconds(5)) }
         guard held.answer.withLock({ $0 != nil }) else {
             Issue.record("the callback element never handed over its callback")
