@@ -1,8 +1,6 @@
 import EventTransport
 @testable import GatewayMetrics
-@testable import GatewayService
 @testable import MemoryTier
-@testable import RedisTier
 import ProductsDomain
 import Synchronization
 import Testing
