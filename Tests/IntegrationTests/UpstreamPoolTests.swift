@@ -79,9 +79,15 @@ struct UpstreamPoolTests {
             group.shutdown()
         }
         try await Self.leaveOneIdleConnection(client, on: group.loops[0], upstream)
+        let idle = try #require(TCPSockets.toPort(upstream.port).first { $0.state == .established })
+        #expect(TCPSockets.heldByThisProcess().contains(idle.inode))
         upstream.stop()
-        // At once: well before the upstream's own timeouts could matter.
-        #expect(await Self.eventually(within: .seconds(3)) { !TCPSockets.toPort(upstream.port).contains { $0.state == .closeWait || $0.state == .established } })
+        // At once: well before the pool's idle timeout (30 s) would close
+        // it. Not only out of the socket table (the test upstream's close
+        // may end in a reset, which takes it out whoever holds it): its
+        // descriptor is given back.
+        #expect(await Self.eventually(within: .seconds(10)) { !TCPSockets.toPort(upstream.port).contains { $0.state == .closeWait || $0.state == .established } })
+        #expect(await Self.eventually(within: .seconds(10)) { !TCPSockets.heldByThisProcess().contains(idle.inode) })
     }
 
     /// Idle connections past the idle timeout are closed by the pool itself,
@@ -95,7 +101,7 @@ struct UpstreamPoolTests {
             group.shutdown()
         }
         try await Self.leaveOneIdleConnection(client, on: group.loops[0], upstream)
-        #expect(await Self.eventually(within: .seconds(5)) { !TCPSockets.toPort(upstream.port).contains { $0.state == .established } })
+        #expect(await Self.eventually(within: .seconds(10)) { !TCPSockets.toPort(upstream.port).contains { $0.state == .established } })
         // A later request opens a new one.
         #expect(await Self.fetch(client, on: group.loops[0]) == 200)
     }
@@ -139,7 +145,22 @@ struct UpstreamPoolTests {
 enum TCPSockets {
     enum State: String { case established = "01", closeWait = "08", other }
 
-    struct Socket { let state: State }
+    struct Socket {
+        let state: State
+        /// The socket's inode: what `/proc/self/fd` links to while a
+        /// descriptor of this process holds it.
+        var inode: String = ""
+    }
+
+    /// The inodes of the sockets this process holds a descriptor of.
+    static func heldByThisProcess() -> Set<String> {
+        let links = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd")) ?? []
+        return Set(links.compactMap { fd -> String? in
+            guard let target = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/fd/\(fd)"),
+                  target.hasPrefix("socket:[") else { return nil }
+            return String(target.dropFirst("socket:[".count).dropLast())
+        })
+    }
 
     /// The sockets whose remote port is `port` (client sides only).
     static func toPort(_ port: Int) -> [Socket] {
@@ -154,7 +175,7 @@ enum TCPSockets {
                 let fields = line.split(separator: " ")
                 guard fields.count > 3, let remotePort = fields[2].split(separator: ":").last.flatMap({ Int($0, radix: 16) }) else { continue }
                 guard remotePort == port else { continue }
-                sockets.append(Socket(state: State(rawValue: String(fields[3])) ?? .other))
+                sockets.append(Socket(state: State(rawValue: String(fields[3])) ?? .other, inode: fields.count > 9 ? String(fields[9]) : ""))
             }
         }
         return sockets
