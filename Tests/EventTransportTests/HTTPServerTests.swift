@@ -165,9 +165,10 @@ final class PathLog: Sendable {
     func append(_ path: String) { paths.withLock { $0.append(path) } }
 }
 
-/// Polls `condition` for up to `seconds` (two by default): waits for an
-/// event, the 10 ms sleep is only the poll's interval.
-func eventually(within seconds: Int = 2, _ condition: () -> Bool) async -> Bool {
+/// Polls `condition` for up to `seconds` (ten by default, for a loaded
+/// machine under a sanitizer; no deadline under test is near as long):
+/// waits for an event, the 10 ms sleep is only the poll's interval.
+func eventually(within seconds: Int = 10, _ condition: () -> Bool) async -> Bool {
     for _ in 0..<(seconds * 100) {
         if condition() { return true }
         // Polls for the event (`condition`), `seconds` at most: the sleep is only the poll's interval.
