@@ -47,7 +47,7 @@ struct SharedCoalescingTests {
     /// Redis killed, or stalled, while replicas wait on a claim: the waits
     /// end (the subscriber drops; a probe times out) and every call is
     /// still answered, each replica fetching for itself.
-    @Test(arguments: ["kill", "stall"])
+    @Test(.timeLimit(.minutes(2)), arguments: ["kill", "stall"])
     func losingRedisMidHerdStillAnswersEveryCall(how: String) async throws {
         try await SharedTierScenario.run(replicas: 2, environment: ["GATEWAY_REDIS_TIMEOUT_MS": "50"]) { upstream, gateways, redis in
             upstream.upstream.setCacheControl("max-age=30")
@@ -256,7 +256,7 @@ struct SharedCoalescingTests {
     /// A replica killed (SIGKILL) mid-fetch stops renewing its lease; the
     /// replica waiting on it takes over within the lease (1 s) and a poll,
     /// and answers inside its own deadline.
-    @Test func aReplicaKilledMidFetchIsReplacedWithinALease() async throws {
+    @Test(.timeLimit(.minutes(2))) func aReplicaKilledMidFetchIsReplacedWithinALease() async throws {
         try await SharedTierScenario.run(replicas: 1) { upstream, gateways, redis in
             upstream.upstream.setCacheControl("max-age=30")
             // The doomed replica's call hangs upstream.
