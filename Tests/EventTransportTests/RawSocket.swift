@@ -20,7 +20,9 @@ final class RawSocket: @unchecked Sendable {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
         }
         guard connected == 0 else {
-            Glibc.close(fd)
+            // No close here: deinit runs for a class whose init throws after
+            // every property is set, and closes it. A second close would
+            // close whatever another test opened under that number meanwhile.
             throw RawSocketError.failed("connect")
         }
     }
