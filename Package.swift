@@ -220,6 +220,9 @@ let package = Package(
         .testTarget(name: "ProductsDomainTests", dependencies: ["ProductsDomain", "JSONRPC"], swiftSettings: testSwift),
         .testTarget(name: "ServiceDescriptionTests", dependencies: ["ServiceDescription", "JSONRPC"], swiftSettings: testSwift),
         .testTarget(name: "FaultProxyTests", dependencies: ["FaultProxy"], swiftSettings: testSwift),
+        .testTarget(name: "GatewayMetricsTests", dependencies: ["GatewayMetrics"], swiftSettings: testSwift),
+        .testTarget(name: "MemoryTierTests", dependencies: ["MemoryTier", "GatewayMetrics", "EventTransport", "ProductsDomain", "JSONRPC"], swiftSettings: testSwift),
+        .testTarget(name: "RedisTierTests", dependencies: ["RedisTier", "MemoryTier", "GatewayMetrics", "EventTransport", "ProductsDomain", "JSONRPC"], swiftSettings: testSwift),
         .testTarget(name: "GatewayServiceTests", dependencies: ["GatewayService", "MemoryTier", "RedisTier", "GatewayMetrics", "ProductsDomain", "JSONRPC", "Tracing"], swiftSettings: testSwift),
         .testTarget(
             name: "IntegrationTests",

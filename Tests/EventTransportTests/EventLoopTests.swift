@@ -44,6 +44,7 @@ final class EventLoopTests {
                 Task.detached { continuation.resume() }
             }
             let after = loop.inEventLoop
+            // Wall clock: resuming from the loop's own timer (`sleep`) is part of what this checks.
             await loop.sleep(for: .milliseconds(1))
             return [before, after, loop.inEventLoop, EventLoop.current === loop]
         }.value
@@ -92,7 +93,7 @@ final class EventLoopTests {
                 }
                 #expect(timer.isArmed)
             }
-            // A later turn: nothing else fires.
+            // A later turn, nothing else fires. Not a race: timers fire in deadline order, so a repeat (4 ms) or the cancelled timer would come first.
             await loop.sleep(for: .milliseconds(5))
             return log
         }.value

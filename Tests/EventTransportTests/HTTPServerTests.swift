@@ -22,15 +22,15 @@ final class HeldToken: Sendable {
 /// - `/drop`: never answers (the responder is dropped);
 /// - `/deferred`: `first` from another thread, then `second` (ignored);
 /// - `/deferred-drop`: a deferred responder dropped unsent;
-/// - `/slow`: `slow`, after 200 ms;
-/// - `/big`: after 200 ms, an 8 MiB body;
+/// - `/gated`: `gated`, from a task, once the test opens `gate`;
+/// - `/big`: from a task, after a suspension, an 8 MiB body;
 /// - `/held`: a 32 MiB body (more than the socket buffers take) with a
 ///   ``HeldToken`` to keep until it is written;
 /// - `/until-cancelled`: a task that waits until it is cancelled (20 s at
 ///   most), counts it (`cancellations`), then answers `cancelled`;
 ///
-/// - `/stall`: blocks its loop for 300 ms, then answers `stalled` (so that
-///   other clients' bytes arrive together);
+/// - `/stall`: blocks its loop until the test opens `stall`, then answers
+///   `stalled` (so that other clients' bytes arrive together);
 /// and records every path it is asked for, in order (`handled`).
 final class ServerUnderTest: Sendable {
     let group: EventLoopGroup
@@ -38,6 +38,8 @@ final class ServerUnderTest: Sendable {
     let port: Int
     let heldReleases = ReleaseCount()
     let cancellations = ReleaseCount()
+    let gate = Gate()
+    let stall = Gate()
     private let handledPaths = PathLog()
 
     var handled: [String] { handledPaths.all }
@@ -49,11 +51,13 @@ final class ServerUnderTest: Sendable {
         let heldReleases = self.heldReleases
         let cancellations = self.cancellations
         let handledPaths = self.handledPaths
+        let gate = self.gate
+        let stall = self.stall
         server = HTTPServer(group: group, configuration: configuration, logger: Logger(label: "http-test"), problemResponder: problemResponder) { request, responder in
             handledPaths.append(request.path)
             switch request.path {
             case "/stall":
-                usleep(300_000)
+                stall.block()
                 responder.send(HTTPResponse(status: 200, body: Array("stalled".utf8)))
             case "/drop":
                 _ = consume responder
@@ -65,16 +69,14 @@ final class ServerUnderTest: Sendable {
                 }
             case "/deferred-drop":
                 _ = responder.deferred()
-            case "/slow":
-                let loop = request.loop
+            case "/gated":
                 responder.send {
-                    await loop.sleep(for: .milliseconds(200))
-                    return HTTPResponse(status: 200, body: Array("slow".utf8))
+                    await gate.wait()
+                    return HTTPResponse(status: 200, body: Array("gated".utf8))
                 }
             case "/big":
-                let loop = request.loop
                 responder.send {
-                    await loop.sleep(for: .milliseconds(200))
+                    await Task.yield()
                     return HTTPResponse(status: 200, body: [UInt8](repeating: 0x61, count: 8 << 20))
                 }
             case "/until-cancelled":
@@ -82,6 +84,7 @@ final class ServerUnderTest: Sendable {
                 responder.send {
                     let end = ContinuousClock.now + .seconds(20)
                     while !Task.isCancelled && ContinuousClock.now < end {
+                        // Polls for the event (the task cancelled), 20 s at most: the sleep is only the poll's interval.
                         await loop.sleep(for: .milliseconds(10))
                     }
                     guard Task.isCancelled else { return HTTPResponse(status: 200, body: Array("never cancelled".utf8)) }
@@ -99,9 +102,59 @@ final class ServerUnderTest: Sendable {
         port = try server.start()
     }
 
+    /// Returns once the server's one loop has polled again after everything
+    /// sent so far reached it: a request on a new connection is answered,
+    /// and the loop reads every socket that was readable in that poll before
+    /// the work the test queues next (a gate opened from the test runs on a
+    /// later turn).
+    func answerAfterTheLoopHasRead() {
+        guard let barrier = try? RawSocket(port: port) else { return }
+        barrier.send("GET /barrier HTTP/1.1\r\nHost: a\r\n\r\n")
+        _ = barrier.readResponses(1)
+    }
+
     func stop() {
+        gate.open()
+        stall.open()
         server.stop()
         group.shutdown()
+    }
+}
+
+/// Held shut until the test opens it: answers wait on it (`wait`, a
+/// suspension) or hold their loop's thread (`block`), so a test orders
+/// what it sends against them by events, not delays.
+final class Gate: Sendable {
+    private struct State {
+        var open = false
+        var waiters: [CheckedContinuation<Void, Never>] = []
+    }
+    private let state = Mutex(State())
+    private let opened = DispatchSemaphore(value: 0)
+
+    func open() {
+        let waiters = state.withLock { state -> [CheckedContinuation<Void, Never>] in
+            state.open = true
+            defer { state.waiters = [] }
+            return state.waiters
+        }
+        waiters.forEach { $0.resume() }
+        opened.signal()
+    }
+
+    func wait() async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let isOpen = state.withLock { state -> Bool in
+                if !state.open { state.waiters.append(continuation) }
+                return state.open
+            }
+            if isOpen { continuation.resume() }
+        }
+    }
+
+    /// Holds the calling thread until `open()`, 20 s at most.
+    func block() {
+        _ = opened.wait(timeout: .now() + 20)
     }
 }
 
@@ -112,10 +165,13 @@ final class PathLog: Sendable {
     func append(_ path: String) { paths.withLock { $0.append(path) } }
 }
 
-/// Polls `condition` for up to `seconds` (two by default).
-func eventually(within seconds: Int = 2, _ condition: () -> Bool) async -> Bool {
+/// Polls `condition` for up to `seconds` (ten by default, for a loaded
+/// machine under a sanitizer; no deadline under test is near as long):
+/// waits for an event, the 10 ms sleep is only the poll's interval.
+func eventually(within seconds: Int = 10, _ condition: () -> Bool) async -> Bool {
     for _ in 0..<(seconds * 100) {
         if condition() { return true }
+        // Polls for the event (`condition`), `seconds` at most: the sleep is only the poll's interval.
         try? await Task.sleep(for: .milliseconds(10))
     }
     return condition()
@@ -172,20 +228,25 @@ func statusLine(of response: String) -> String {
         let subject = try ServerUnderTest()
         defer { subject.stop() }
         let socket = try RawSocket(port: subject.port)
-        socket.send("GET /slow HTTP/1.1\r\nHost: a\r\n\r\n")
-        try await Task.sleep(for: .milliseconds(50))
+        socket.send("GET /gated HTTP/1.1\r\nHost: a\r\n\r\n")
+        #expect(await eventually(within: 20) { subject.handled == ["/gated"] })
         socket.send("POST /echo HTTP/1.1\r\nHost: a\r\nContent-Length: 3\r\n\r\nabc")
-        #expect(socket.readResponses(2).map(body(of:)) == ["slow", "POST /echo 3"])
+        subject.answerAfterTheLoopHasRead()
+        subject.gate.open()
+        #expect(socket.readResponses(2).map(body(of:)) == ["gated", "POST /echo 3"])
     }
 
     @Test func aClientThatHalfClosesAfterItsRequestStillGetsTheAnswer() async throws {
         let subject = try ServerUnderTest()
         defer { subject.stop() }
         let socket = try RawSocket(port: subject.port)
-        socket.send("GET /slow HTTP/1.1\r\nHost: a\r\n\r\n")
+        socket.send("GET /gated HTTP/1.1\r\nHost: a\r\n\r\n")
         shutdown(socket.fd, Int32(SHUT_WR))
+        #expect(await eventually(within: 20) { subject.handled == ["/gated"] })
+        subject.answerAfterTheLoopHasRead()
+        subject.gate.open()
         let reading = socket.readToEnd()
-        #expect(body(of: reading.text) == "slow")
+        #expect(body(of: reading.text) == "gated")
         #expect(reading.text.contains("\r\nConnection: close\r\n"))
         #expect(reading.end == .closed)
         #expect(await eventually { subject.server.openConnections == 0 })
@@ -201,6 +262,7 @@ func statusLine(of response: String) -> String {
         for byte in "GET /echo HTTP/1.1\r\nHost: a\r\n".utf8 {
             guard socket.send([byte]) else { break }
             dripped += 1
+            // Wall clock: the behaviour under test is the server's real-time read deadline (a libevent timer).
             try await Task.sleep(for: .milliseconds(50))
             if dripped == 20 { break }
         }
@@ -239,6 +301,7 @@ func statusLine(of response: String) -> String {
         let kept = try RawSocket(port: subject.port)
         kept.send("GET /echo HTTP/1.1\r\nHost: a\r\n\r\n")
         #expect(kept.readResponses(1).map(body(of:)) == ["GET /echo 0"])
+        // Wall clock: that the real-time read deadline (300 ms) does not close a kept-alive connection can only be seen by letting it pass.
         try await Task.sleep(for: .milliseconds(600))
         kept.send("GET /echo HTTP/1.1\r\nHost: a\r\n\r\n")
         #expect(kept.readResponses(1).map(body(of:)) == ["GET /echo 0"])
@@ -255,11 +318,13 @@ func statusLine(of response: String) -> String {
         let pipeliner = try RawSocket(port: subject.port)
         let other = try RawSocket(port: subject.port)
         staller.send("GET /stall HTTP/1.1\r\nHost: a\r\n\r\n")
-        #expect(await eventually { subject.handled == ["/stall"] })
+        #expect(await eventually(within: 20) { subject.handled == ["/stall"] })
         // While the loop is held, both clients' bytes arrive: the
-        // pipeliner's first.
+        // pipeliner's first. (On loopback a send has reached the server's
+        // socket when it returns.)
         pipeliner.send(String(repeating: "GET /a HTTP/1.1\r\nHost: a\r\n\r\n", count: 200))
         other.send("GET /b HTTP/1.1\r\nHost: a\r\n\r\n")
+        subject.stall.open()
         #expect(staller.readResponses(1).map(body(of:)) == ["stalled"])
         #expect(other.readResponses(1).map(body(of:)) == ["GET /b 0"])
         let answers = pipeliner.readResponses(200)
@@ -528,15 +593,17 @@ func statusLine(of response: String) -> String {
         let idle = try RawSocket(port: subject.port)
         let writing = try RawSocket(port: subject.port)
         writing.send("GET /big HTTP/1.1\r\nHost: a\r\n\r\n")
-        // The 8 MiB answer fills the socket's buffers while nobody reads it.
-        try await Task.sleep(for: .milliseconds(400))
+        // The 8 MiB answer's first bytes have arrived: it is being written,
+        // and fills the socket's buffers while nobody reads the rest.
+        let head = writing.read(100)
+        #expect(statusLine(of: head) == "HTTP/1.1 200 OK")
         subject.server.beginDraining()
         let closing = Task { await subject.server.closeAfterWritingAnswers(within: .seconds(20)) }
         #expect(idle.readToEnd() == Reading(text: "", end: .closed))
         let reading = writing.readToEnd()
         await closing.value
         #expect(reading.end == .closed)
-        #expect(body(of: reading.text).utf8.count == 8 << 20)
+        #expect(body(of: head + reading.text).utf8.count == 8 << 20)
         #expect(subject.server.openConnections == 0)
     }
 

@@ -20,7 +20,9 @@ final class RawSocket: @unchecked Sendable {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
         }
         guard connected == 0 else {
-            Glibc.close(fd)
+            // No close here: deinit runs for a class whose init throws after
+            // every property is set, and closes it. A second close would
+            // close whatever another test opened under that number meanwhile.
             throw RawSocketError.failed("connect")
         }
     }
@@ -52,6 +54,13 @@ final class RawSocket: @unchecked Sendable {
             let end: Reading.End = count == 0 ? .closed : (errno == ECONNRESET ? .reset : .timedOut)
             return Reading(text: String(decoding: bytes, as: UTF8.self), end: end)
         }
+    }
+
+    /// The next `count` bytes (fewer at the end, the timeout or a reset).
+    func read(_ count: Int) -> String {
+        var bytes = [UInt8](repeating: 0, count: count)
+        let received = bytes.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, Int32(MSG_WAITALL)) }
+        return String(decoding: bytes.prefix(max(received, 0)), as: UTF8.self)
     }
 
     /// Reads until `count` responses' heads and bodies (by Content-Length)

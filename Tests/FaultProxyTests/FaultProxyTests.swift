@@ -227,9 +227,10 @@ final class TestClient {
             }
         }
         guard connected == 0 else {
-            let error = TestSocketError(call: "connect", code: errno)
-            Glibc.close(fd)
-            throw error
+            // No close here: deinit runs for a class whose init throws after
+            // every property is set, and closes it. A second close would
+            // close whatever another test opened under that number meanwhile.
+            throw TestSocketError(call: "connect", code: errno)
         }
     }
 

@@ -2,7 +2,6 @@ import EventTransport
 @testable import GatewayMetrics
 @testable import GatewayService
 @testable import MemoryTier
-@testable import RedisTier
 import JSONRPC
 import Logging
 import ProductsDomain
@@ -14,18 +13,6 @@ import ProductsDomain
 enum TestLoop {
     private static let group = try! EventLoopGroup(count: 1, namePrefix: "test-loop")
     static let shared: EventLoop = group.next()
-}
-
-extension CoalescedFetch {
-    /// Waits for the outcome on ``TestLoop``, until `deadline`.
-    func outcome(until deadline: ContinuousClock.Instant, onDeadline failure: ProductsFetchFailure) async -> Outcome {
-        await withCheckedContinuation { continuation in
-            let loop = TestLoop.shared
-            _ = loop.execute {
-                self.whenDone(on: loop, until: deadline, onDeadline: failure) { continuation.resume(returning: $0) }
-            }
-        }
-    }
 }
 
 extension ProductsFetchService {

@@ -69,6 +69,7 @@ struct CacheTests {
         try await UpstreamScenario.run(environment: ["GATEWAY_CACHE_MAX_TTL_S": cap]) { upstream, gateway in
             upstream.upstream.setCacheControl(cacheControl)
             _ = try await gateway.fetchProducts(Self.ids)
+            // Wall clock: the gateway's cache reads the real clock (none is injected yet); this only needs at least 1.5 s to pass (a bound, not a race).
             try await Task.sleep(for: .milliseconds(1500))
             let later = try await gateway.fetchProducts(Self.ids)
             #expect(later.productIDs == ["premium_monthly", "coins_100"])

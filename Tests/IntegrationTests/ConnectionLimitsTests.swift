@@ -235,6 +235,7 @@ import Testing
         }
         for _ in 0..<100 where !settled() {
             metrics = try await kept.request("GET", "/metrics", contentType: nil).bodyText
+            // Polls for the event (the counts settled), 5 s at most: the sleep is only the poll's interval.
             if !settled() { try await Task.sleep(for: .milliseconds(50)) }
         }
         #expect(metrics.containsLine("gateway_connections_open 88.0"))
@@ -259,6 +260,7 @@ import Testing
         var served: RawHTTPResponse?
         for _ in 0..<100 where served == nil {
             served = try? await TestHTTP.get(port: gateway.port, path: "/healthz")
+            // Polls for the event (the listener taking connections again), 5 s at most: the sleep is only the poll's interval.
             if served == nil { try await Task.sleep(for: .milliseconds(50)) }
         }
         #expect(served?.status == 200)

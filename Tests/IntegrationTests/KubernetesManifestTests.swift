@@ -276,6 +276,7 @@ final class ManifestProcess: Sendable {
         while (try? KubernetesManifestTests.redisCLI(port: port, password: nil, "PING")).map({ $0.isEmpty }) ?? true {
             guard child.isRunning else { throw TestHTTPError("the manifest's redis-server exited at start") }
             guard ContinuousClock.now < deadline else { throw TestHTTPError("the manifest's redis-server did not start") }
+            // Polls for the event (redis-server answering PING), the deadline at most: the sleep is only the poll's interval.
             try await Task.sleep(for: .milliseconds(20))
         }
     }

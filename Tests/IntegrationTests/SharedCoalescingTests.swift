@@ -47,16 +47,35 @@ struct SharedCoalescingTests {
     /// Redis killed, or stalled, while replicas wait on a claim: the waits
     /// end (the subscriber drops; a probe times out) and every call is
     /// still answered, each replica fetching for itself.
-    @Test(arguments: ["kill", "stall"])
+    @Test(.timeLimit(.minutes(2)), arguments: ["kill", "stall"])
     func losingRedisMidHerdStillAnswersEveryCall(how: String) async throws {
         try await SharedTierScenario.run(replicas: 2, environment: ["GATEWAY_REDIS_TIMEOUT_MS": "50"]) { upstream, gateways, redis in
             upstream.upstream.setCacheControl("max-age=30")
-            upstream.upstream.setStandingFault(.delay(milliseconds: 1500))
+            // The claimer's fetch is held by the upstream until Redis is lost.
+            upstream.upstream.enqueue(.held)
+            try redis.cli("CONFIG", "RESETSTAT")
             async let answers = Self.herd(gateways, calls: 10)
-            try await UpstreamScenario.waitFor("the claimer's upstream call") { upstream.upstream.requests.count == 1 }
-            try await Task.sleep(for: .milliseconds(100))
+            try await UpstreamScenario.waitFor("the claimer's upstream call") { upstream.upstream.heldCount == 1 }
+            // Every call is in: each replica's first (the claimer's fetch,
+            // the other's wait on its claim) and the 8 that joined them in
+            // process, 3 identifiers each.
+            try await UpstreamScenario.waitFor("every other call joined") {
+                var joined = 0.0
+                for gateway in gateways { joined += (try? await gateway.metricValue("gateway_coalesced_identifiers_total")) ?? 0 }
+                return joined == 24
+            }
+            // Both replicas' lookups have run in Redis (the script's `SET
+            // ... NX GET`, one per identifier): the other replica found the
+            // claim. Nothing is stored while the fetch is held.
+            try await UpstreamScenario.waitFor("both replicas' lookups") { ((try? Self.commandCounts(redis)["set"]) ?? 0) >= 6 }
             var sleeper: ChildProcess?
-            if how == "kill" { redis.kill() } else { sleeper = try redis.cliInBackground("DEBUG", "SLEEP", "8") }
+            if how == "kill" {
+                redis.kill()
+            } else {
+                sleeper = try redis.cliInBackground("DEBUG", "SLEEP", "8")
+                try await redis.waitUntilAsleep()
+            }
+            #expect(upstream.upstream.answerHeld() == 1)
             let all = try await answers
             // Every call answered (none `cancelled` at its 5 s deadline),
             // and a stall did not hold them: Redis still sleeps.
@@ -237,7 +256,7 @@ struct SharedCoalescingTests {
     /// A replica killed (SIGKILL) mid-fetch stops renewing its lease; the
     /// replica waiting on it takes over within the lease (1 s) and a poll,
     /// and answers inside its own deadline.
-    @Test func aReplicaKilledMidFetchIsReplacedWithinALease() async throws {
+    @Test(.timeLimit(.minutes(2))) func aReplicaKilledMidFetchIsReplacedWithinALease() async throws {
         try await SharedTierScenario.run(replicas: 1) { upstream, gateways, redis in
             upstream.upstream.setCacheControl("max-age=30")
             // The doomed replica's call hangs upstream.
@@ -252,8 +271,13 @@ struct SharedCoalescingTests {
             try await UpstreamScenario.waitFor("the doomed replica's lease") {
                 (try? redis.keys("test-gw:v1:p:*").count) == 1 && upstream.upstream.requests.count == 1
             }
+            // Nothing else writes a key now: the doomed replica renews with
+            // PEXPIRE and stores only once its fetch ends.
+            try redis.cli("CONFIG", "RESETSTAT")
             async let waiting = gateways[0].fetchProducts(["coins_100"])
-            try await Task.sleep(for: .milliseconds(300))
+            // The waiting replica's lookup has run in Redis and found the
+            // doomed replica's lease (the lookup script's `SET ... NX GET`).
+            try await UpstreamScenario.waitFor("the waiting replica's lookup") { ((try? Self.commandCounts(redis)["set"]) ?? 0) >= 1 }
             let killed = ContinuousClock.now
             doomed.sendSignal(SIGKILL)
             let answer = try await waiting
@@ -263,8 +287,10 @@ struct SharedCoalescingTests {
             #expect(upstream.upstream.requests.count == 2)
             // The lease lapses within 1 s of the kill; the next poll takes over.
             #expect(afterKill < .milliseconds(2000), "answered \(afterKill) after the kill")
+            #expect(try await gateways[0].metricValue(#"gateway_shared_waits_total{ended="takeover"}"#) == 1)
         }
     }
+
 
     /// Redis's own count of the commands it ran (`INFO commandstats`), by
     /// command, since the last `CONFIG RESETSTAT`.

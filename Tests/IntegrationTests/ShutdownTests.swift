@@ -12,6 +12,7 @@ import Testing
         for _ in 0..<500 {
             let response = try await connection.request("GET", "/readyz", contentType: nil)
             if response.status != 200 { return response }
+            // Polls for the event (/readyz leaving 200), 5 s at most: the sleep is only the poll's interval.
             try await Task.sleep(for: .milliseconds(10))
         }
         throw TestHTTPError("/readyz never left 200")
@@ -80,6 +81,7 @@ import Testing
         for _ in 0..<500 where !refused {
             do {
                 _ = try await gateway.get("/healthz")
+                // Polls for the event (the listener closed), 5 s at most: the sleep is only the poll's interval.
                 try await Task.sleep(for: .milliseconds(10))
             } catch {
                 refused = true

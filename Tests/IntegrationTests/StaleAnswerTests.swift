@@ -19,6 +19,7 @@ struct StaleAnswerIntegrationTests {
             upstream.upstream.setCacheControl("max-age=1, stale-if-error=30")
             let first = try await gateway.fetchProducts(Self.ids)
             #expect(first.productIDs == ["premium_monthly", "coins_100"])
+            // Wall clock: the gateway's cache reads the real clock (none is injected yet); this only needs at least 1.2 s to pass (a bound, not a race).
             try await Task.sleep(for: Self.expiry)
             upstream.upstream.enqueue(fault)
             let stale = try await gateway.fetchProducts(Self.ids)
@@ -49,6 +50,7 @@ struct StaleAnswerIntegrationTests {
         try await UpstreamScenario.run(environment: ["UPSTREAM_RETRIES": "0"]) { upstream, gateway in
             upstream.upstream.setCacheControl("max-age=1, stale-if-error=30")
             _ = try await gateway.fetchProducts(Self.ids)
+            // Wall clock: the gateway's cache reads the real clock (none is injected yet); this only needs at least 1.2 s to pass (a bound, not a race).
             try await Task.sleep(for: Self.expiry)
             upstream.upstream.enqueue(fault)
             #expect(try await gateway.fetchProducts(Self.ids).reason == reason)
@@ -62,6 +64,7 @@ struct StaleAnswerIntegrationTests {
         try await UpstreamScenario.run(environment: ["UPSTREAM_RETRIES": "0", "GATEWAY_CACHE_MAX_STALE_S": cap]) { upstream, gateway in
             upstream.upstream.setCacheControl(cacheControl)
             _ = try await gateway.fetchProducts(Self.ids)
+            // Wall clock: the gateway's cache reads the real clock (none is injected yet); this only needs at least 1.2 s to pass (a bound, not a race).
             try await Task.sleep(for: Self.expiry)
             upstream.upstream.enqueue(.status(503))
             #expect(try await gateway.fetchProducts(Self.ids).reason == "serviceUnavailable")
@@ -76,6 +79,7 @@ struct StaleAnswerIntegrationTests {
         try await UpstreamScenario.run(environment: ["UPSTREAM_RETRIES": "0"]) { upstream, gateway in
             upstream.upstream.setCacheControl("max-age=1, stale-if-error=30")
             _ = try await gateway.fetchProducts(["premium_monthly"])
+            // Wall clock: the gateway's cache reads the real clock (none is injected yet); this only needs at least 1.2 s to pass (a bound, not a race).
             try await Task.sleep(for: Self.expiry)
             upstream.upstream.enqueue(.status(503))
             #expect(try await gateway.fetchProducts(["premium_monthly", "coins_100"]).reason == "serviceUnavailable")
@@ -89,6 +93,7 @@ struct StaleAnswerIntegrationTests {
         try await UpstreamScenario.run(environment: ["UPSTREAM_RETRIES": "0", "UPSTREAM_TIMEOUT_MS": "400"]) { upstream, gateway in
             upstream.upstream.setCacheControl("max-age=1, stale-while-revalidate=30")
             let first = try await gateway.fetchProducts(Self.ids)
+            // Wall clock: the gateway's cache reads the real clock (none is injected yet); this only needs at least 1.2 s to pass (a bound, not a race).
             try await Task.sleep(for: Self.expiry)
 
             // The refresh hangs; had a call waited for it, it would fail.

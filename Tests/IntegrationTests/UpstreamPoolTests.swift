@@ -28,17 +28,29 @@ struct UpstreamPoolTests {
     static func leaveOneIdleConnection(_ client: HTTPSClient, on loop: EventLoop, _ upstream: RunningUpstream) async throws {
         for _ in 0..<5 {
             #expect(await fetch(client, on: loop) == 200)
-            try await Task.sleep(for: .milliseconds(50))
+            // A connection the pool does not keep is freed (its socket
+            // closed) on the loop's next turn: one trip through the loop
+            // puts this read after it.
+            await nextTurn(of: loop)
             if TCPSockets.toPort(upstream.port).filter({ $0.state != .other }).map(\.state) == [.established] { return }
         }
         Issue.record("no idle connection was kept: \(TCPSockets.toPort(upstream.port).map(\.state))")
     }
 
-    /// Polls `condition` until it holds or `limit` has passed.
+    /// Returns after `loop` has run everything queued on it so far.
+    static func nextTurn(of loop: EventLoop) async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            if !loop.execute({ continuation.resume() }) { continuation.resume() }
+        }
+    }
+
+    /// Polls `condition` until it holds or `limit` has passed: waits for an
+    /// event (the kernel's socket table), the sleep is the poll's interval.
     static func eventually(within limit: Duration, _ condition: () -> Bool) async -> Bool {
         let end = ContinuousClock.now + limit
         while ContinuousClock.now < end {
             if condition() { return true }
+            // Polls for the event (`condition`), `limit` at most: the sleep is only the poll's interval.
             try? await Task.sleep(for: .milliseconds(20))
         }
         return condition()
@@ -67,9 +79,15 @@ struct UpstreamPoolTests {
             group.shutdown()
         }
         try await Self.leaveOneIdleConnection(client, on: group.loops[0], upstream)
+        let idle = try #require(TCPSockets.toPort(upstream.port).first { $0.state == .established })
+        #expect(TCPSockets.heldByThisProcess().contains(idle.inode))
         upstream.stop()
-        // At once: well before the upstream's own timeouts could matter.
-        #expect(await Self.eventually(within: .seconds(3)) { !TCPSockets.toPort(upstream.port).contains { $0.state == .closeWait || $0.state == .established } })
+        // At once: well before the pool's idle timeout (30 s) would close
+        // it. Not only out of the socket table (the test upstream's close
+        // may end in a reset, which takes it out whoever holds it): its
+        // descriptor is given back.
+        #expect(await Self.eventually(within: .seconds(10)) { !TCPSockets.toPort(upstream.port).contains { $0.state == .closeWait || $0.state == .established } })
+        #expect(await Self.eventually(within: .seconds(10)) { !TCPSockets.heldByThisProcess().contains(idle.inode) })
     }
 
     /// Idle connections past the idle timeout are closed by the pool itself,
@@ -83,7 +101,7 @@ struct UpstreamPoolTests {
             group.shutdown()
         }
         try await Self.leaveOneIdleConnection(client, on: group.loops[0], upstream)
-        #expect(await Self.eventually(within: .seconds(5)) { !TCPSockets.toPort(upstream.port).contains { $0.state == .established } })
+        #expect(await Self.eventually(within: .seconds(10)) { !TCPSockets.toPort(upstream.port).contains { $0.state == .established } })
         // A later request opens a new one.
         #expect(await Self.fetch(client, on: group.loops[0]) == 200)
     }
@@ -127,7 +145,22 @@ struct UpstreamPoolTests {
 enum TCPSockets {
     enum State: String { case established = "01", closeWait = "08", other }
 
-    struct Socket { let state: State }
+    struct Socket {
+        let state: State
+        /// The socket's inode: what `/proc/self/fd` links to while a
+        /// descriptor of this process holds it.
+        var inode: String = ""
+    }
+
+    /// The inodes of the sockets this process holds a descriptor of.
+    static func heldByThisProcess() -> Set<String> {
+        let links = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd")) ?? []
+        return Set(links.compactMap { fd -> String? in
+            guard let target = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/fd/\(fd)"),
+                  target.hasPrefix("socket:[") else { return nil }
+            return String(target.dropFirst("socket:[".count).dropLast())
+        })
+    }
 
     /// The sockets whose remote port is `port` (client sides only).
     static func toPort(_ port: Int) -> [Socket] {
@@ -142,7 +175,7 @@ enum TCPSockets {
                 let fields = line.split(separator: " ")
                 guard fields.count > 3, let remotePort = fields[2].split(separator: ":").last.flatMap({ Int($0, radix: 16) }) else { continue }
                 guard remotePort == port else { continue }
-                sockets.append(Socket(state: State(rawValue: String(fields[3])) ?? .other))
+                sockets.append(Socket(state: State(rawValue: String(fields[3])) ?? .other, inode: fields.count > 9 ? String(fields[9]) : ""))
             }
         }
         return sockets

@@ -104,7 +104,13 @@ import Testing
             return
         }
         let finished = Task { Self.text(await pending.finish()) }
-        while held.answer.withLock({ $0 == nil }) { try? await Task.sleep(for: .milliseconds(5)) }
+        let deadline = ContinuousClock.now + .seconds(20)
+        // Polls for the event (the method handed over its callback), 20 s at most: the sleep is only the poll's interval.
+        while held.answer.withLock({ $0 == nil }), ContinuousClock.now < deadline { try? await Task.sleep(for: .milliseconds(5)) }
+        guard held.answer.withLock({ $0 != nil }) else {
+            Issue.record("the callback element never handed over its callback")
+            return
+        }
         held.answer(.success(.string("called back")))
         #expect(await finished.value == #"[{"jsonrpc":"2.0","result":"called back","id":"c"},{"jsonrpc":"2.0","result":"later","id":"w"},{"jsonrpc":"2.0","result":"now","id":"n"}]"#)
         #expect(observations.count == 3)

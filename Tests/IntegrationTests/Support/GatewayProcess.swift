@@ -102,6 +102,7 @@ final class GatewayProcess: Sendable {
         settings.merge(environment) { _, new in new }
         let (child, stderr, stdout) = try spawn(arguments: arguments, environment: settings, openFileLimit: openFileLimit, heldDescriptors: 0)
         let watchdog = Task {
+            // Wall clock: a watchdog's bound on a real process, never a wait for an event (cancelled when the run ends).
             try await Task.sleep(for: .seconds(30))
             child.kill(SIGKILL)
         }
@@ -183,6 +184,7 @@ final class GatewayProcess: Sendable {
     func waitForExit(killingAfter limit: Duration) async -> Int32 {
         let child = self.child
         let watchdog = Task {
+            // Wall clock: a watchdog's bound on a real process, never a wait for an event (cancelled when it exits).
             try await Task.sleep(for: limit)
             child.kill(SIGKILL)
         }
@@ -228,6 +230,7 @@ final class GatewayProcess: Sendable {
                 throw TestHTTPError("the gateway exited during start-up; stderr:\n\(stderr.lines.joined(separator: "\n"))")
             }
             if let response = try? await TestHTTP.get(port: port, path: "/healthz"), response.status == 200 { return }
+            // Polls for the event (/healthz answering 200), 30 s at most: the sleep is only the poll's interval.
             try await Task.sleep(for: .milliseconds(20))
         }
         throw TestHTTPError("the gateway never served on port \(port)")
@@ -420,6 +423,7 @@ final class LineCollector: Sendable {
             let (lines, ended) = state.withLock { ($0.lines, $0.ended) }
             if let line = lines.first(where: predicate) { return line }
             if ended { return nil }
+            // Polls for the event (the line, or the stream's end), 30 s at most: the sleep is only the poll's interval.
             try? await Task.sleep(for: .milliseconds(20))
         }
         return nil
@@ -429,6 +433,7 @@ final class LineCollector: Sendable {
     func waitForEnd() async {
         for _ in 0..<1500 {
             if state.withLock({ $0.ended }) { return }
+            // Polls for the event (the stream's end), 30 s at most: the sleep is only the poll's interval.
             try? await Task.sleep(for: .milliseconds(20))
         }
     }
@@ -439,6 +444,7 @@ final class LineCollector: Sendable {
 func waitForEvent(_ what: String, _ condition: @Sendable () -> Bool) async throws {
     for _ in 0..<1500 {
         if condition() { return }
+        // Polls for the event (`condition`), 15 s at most: the sleep is only the poll's interval.
         try await Task.sleep(for: .milliseconds(10))
     }
     throw TestHTTPError("timed out waiting for \(what)")

@@ -70,6 +70,7 @@ final class RedisServer: Sendable {
         while (try? cli("PING")) != "PONG" {
             guard child.isRunning else { throw ExitedAtStart(port: port) }
             guard ContinuousClock.now < deadline else { throw TestHTTPError("redis-server on port \(port) did not start") }
+            // Polls for the event (redis-server answering PING), 10 s at most: the sleep is only the poll's interval.
             try await Task.sleep(for: .milliseconds(20))
         }
     }
@@ -119,7 +120,8 @@ final class RedisServer: Sendable {
         return try ChildProcess.spawn(try Self.binary("redis-cli"), arguments: all + arguments, environment: [:]).0
     }
 
-    /// Waits until the server no longer answers: a `PING` given 200 ms
+    /// Waits until the server no longer answers (polled, an event: no
+    /// sleep is assumed to be long enough): a `PING` given 200 ms
     /// gets no reply (after ``cliInBackground(_:)`` started a `DEBUG
     /// SLEEP`), so what the test does next meets a stalled Redis, not one
     /// that has not begun to sleep. (KILL: the test's children inherit an

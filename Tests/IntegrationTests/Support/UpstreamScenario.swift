@@ -30,6 +30,7 @@ enum UpstreamScenario {
         let deadline = ContinuousClock.now + .seconds(20)
         while !condition() {
             guard ContinuousClock.now < deadline else { throw TestHTTPError("timed out waiting for \(what)") }
+            // Polls for the event (`condition`), 20 s at most: the sleep is only the poll's interval.
             try await Task.sleep(for: .milliseconds(10))
         }
     }
@@ -39,6 +40,7 @@ enum UpstreamScenario {
         let deadline = ContinuousClock.now + .seconds(20)
         while !(await condition()) {
             guard ContinuousClock.now < deadline else { throw TestHTTPError("timed out waiting for \(what)") }
+            // Polls for the event (`condition`), 20 s at most: the sleep is only the poll's interval.
             try await Task.sleep(for: .milliseconds(10))
         }
     }

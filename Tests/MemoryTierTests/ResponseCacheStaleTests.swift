@@ -1,29 +1,14 @@
-@testable import GatewayMetrics
-@testable import GatewayService
 @testable import MemoryTier
-@testable import RedisTier
 import ProductsDomain
 import Testing
 
-/// RFC 5861 in memory: the directives as read from `Cache-Control`, and the
-/// cache's windows, on instants the tests choose (no clock, no sockets).
-@Suite("Stale answers")
-struct StaleAnswerTests {
+/// RFC 5861 in memory: the cache's windows, on instants the tests choose
+/// (no clock, no sockets). How the directives are read from
+/// `Cache-Control` is tested in GatewayServiceTests.
+@Suite("Stale answers in the memory cache")
+struct ResponseCacheStaleTests {
     static let scope = FetchScope(appID: "demo", country: CountryCode("DE")!, language: nil)
     static let ids = ["premium_monthly", "coins_100", "unknown_x"]
-
-    @Test(arguments: [
-        (["max-age=1, stale-if-error=30"], StaleAnswerDirectives(staleIfErrorSeconds: 30, staleWhileRevalidateSeconds: nil)),
-        (["max-age=1", "Stale-While-Revalidate=\"7\""], StaleAnswerDirectives(staleIfErrorSeconds: nil, staleWhileRevalidateSeconds: 7)),
-        (["max-age=5, stale-if-error=3, stale-while-revalidate=4"], StaleAnswerDirectives(staleIfErrorSeconds: 3, staleWhileRevalidateSeconds: 4)),
-        (["max-age=5, stale-if-error=-3, stale-while-revalidate=soon"], StaleAnswerDirectives.none),
-        (["max-age=5, stale-if-error=30, no-store"], StaleAnswerDirectives.none),
-        (["no-cache", "stale-while-revalidate=30"], StaleAnswerDirectives.none),
-        ([], StaleAnswerDirectives.none),
-    ])
-    func directivesAreReadFromCacheControl(values: [String], expected: StaleAnswerDirectives) {
-        #expect(StaleAnswerDirectives.parse(values) == expected)
-    }
 
     @Test func onlyUnreachableOrUnavailableUpstreamsAllowAStaleAnswer() {
         #expect(ProductsFetchFailure.connectionError(detail: "refused").allowsStaleAnswer)

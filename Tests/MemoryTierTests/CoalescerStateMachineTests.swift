@@ -1,7 +1,5 @@
 @testable import GatewayMetrics
-@testable import GatewayService
 @testable import MemoryTier
-@testable import RedisTier
 import ProductsDomain
 import Testing
 

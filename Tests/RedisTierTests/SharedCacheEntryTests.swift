@@ -1,5 +1,4 @@
 @testable import GatewayMetrics
-@testable import GatewayService
 @testable import MemoryTier
 @testable import RedisTier
 import JSONRPC

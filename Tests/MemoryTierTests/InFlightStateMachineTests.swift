@@ -1,7 +1,5 @@
 @testable import GatewayMetrics
-@testable import GatewayService
 @testable import MemoryTier
-@testable import RedisTier
 import Testing
 
 /// The count of calls or fetches in flight and the shutdown's wait for the

@@ -1,7 +1,5 @@
 @testable import GatewayMetrics
-@testable import GatewayService
 @testable import MemoryTier
-@testable import RedisTier
 import Testing
 
 /// ``SieveCache``: the byte budget, SIEVE's eviction order, replacement and

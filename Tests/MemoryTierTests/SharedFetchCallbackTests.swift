@@ -1,8 +1,6 @@
 import EventTransport
 @testable import GatewayMetrics
-@testable import GatewayService
 @testable import MemoryTier
-@testable import RedisTier
 import ProductsDomain
 import Synchronization
 import Testing
@@ -11,7 +9,7 @@ import Testing
 /// delivery on the waiter's own loop whoever finishes the fetch, each
 /// waiter's own deadline as a loop timer, and an outcome already there
 /// delivered at once.
-@Suite("CoalescedFetch by callback")
+@Suite("CoalescedFetch by callback", .timeLimit(.minutes(1)))
 final class SharedFetchCallbackTests {
     let group: EventLoopGroup
     static let scope = FetchScope(appID: "demo", country: CountryCode("DE")!, language: nil)
@@ -50,6 +48,19 @@ final class SharedFetchCallbackTests {
         }
     }
 
+    /// Waits for an event the test observes (a waiter registered), 20 s at
+    /// most; the sleep is only the poll's interval.
+    static func waitUntil(_ what: String, _ condition: () -> Bool) async throws {
+        let deadline = ContinuousClock.now + .seconds(20)
+        while !condition() {
+            guard ContinuousClock.now < deadline else { throw TimedOut(what: what) }
+            // Polls for the event (`condition`), 20 s at most: the sleep is only the poll's interval.
+            try await Task.sleep(for: .milliseconds(5))
+        }
+    }
+
+    struct TimedOut: Error { let what: String }
+
     @Test func aFetchFinishedOnAnotherLoopIsDeliveredOnEachWaitersLoop() async throws {
         let fetch = CoalescedFetch(scope: Self.scope, identifiers: ["a"])
         let (first, second) = (group.loops[0], group.loops[1])
@@ -57,7 +68,7 @@ final class SharedFetchCallbackTests {
         let far = ContinuousClock.now + .seconds(60)
         async let onFirst = Self.wait(fetch, on: first, until: far) { registered.increment() }
         async let onSecond = Self.wait(fetch, on: second, until: far) { registered.increment() }
-        while registered.value < 2 { try await Task.sleep(for: .milliseconds(5)) }
+        try await Self.waitUntil("two waiters registered") { registered.value >= 2 }
         // Finished from the first loop, as the upstream's callback does.
         first.execute { fetch.finish(.success(Self.page)) }
         let (a, b) = await (onFirst, onSecond)
@@ -73,7 +84,7 @@ final class SharedFetchCallbackTests {
         async let long = Self.wait(fetch, on: loop, until: .now + .seconds(60)) { registered.increment() }
         let left = await short
         #expect(left.failure == Self.deadlineFailure && left.onItsLoop)
-        while registered.value < 2 { try await Task.sleep(for: .milliseconds(5)) }
+        try await Self.waitUntil("two waiters registered") { registered.value >= 2 }
         fetch.finish(.success(Self.page))
         let stayed = await long
         #expect(stayed.maxAge == 17 && stayed.failure == nil && stayed.onItsLoop)
@@ -103,7 +114,7 @@ final class SharedFetchCallbackTests {
         let loop = group.loops[0]
         let registered = Counter()
         async let waiting = Self.wait(fetch, on: loop, until: .now + .seconds(60)) { registered.increment() }
-        while registered.value < 1 { try await Task.sleep(for: .milliseconds(5)) }
+        try await Self.waitUntil("the waiter registered") { registered.value >= 1 }
         fetch.releaseWaiters(with: .cancelled(detail: "the gateway is shutting down"))
         let delivery = await waiting
         #expect(delivery.failure == .cancelled(detail: "the gateway is shutting down") && delivery.onItsLoop)

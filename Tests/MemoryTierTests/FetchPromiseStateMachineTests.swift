@@ -1,7 +1,5 @@
 @testable import GatewayMetrics
-@testable import GatewayService
 @testable import MemoryTier
-@testable import RedisTier
 import Testing
 
 /// The waiters of one shared fetch, without sockets or tasks.

@@ -1,16 +1,15 @@
 import EventTransport
 @testable import GatewayMetrics
-@testable import GatewayService
 @testable import MemoryTier
-import JSONRPC
 import ProductsDomain
 import Synchronization
 import Testing
 
 /// The per-loop merge buffer on a real loop, over a source the test
 /// answers by hand: what one loop job starts goes out together, each fetch
-/// gets its own products, a 422 is asked again apart, and a caller whose
-/// deadline passes leaves the merged call to the others. No sockets.
+/// gets its own products, a 422 is asked again apart. No sockets. (A call
+/// whose deadline passes leaving the merged call to the others is tested
+/// through the call, in GatewayServiceTests' MergedCallDeadlineTests.)
 @Suite("Merging source")
 final class MergingSourceTests {
     typealias Outcome = Result<SourcePage, ProductsFetchFailure>
@@ -63,11 +62,12 @@ final class MergingSourceTests {
         }
 
         /// Waits (polling: only the order of events matters) until `count`
-        /// requests were made.
+        /// requests were made, 20 s at most; the sleep is the poll's interval.
         func waitForRequests(_ count: Int) async throws {
             let deadline = ContinuousClock.now + .seconds(20)
             while requests.count < count {
                 guard ContinuousClock.now < deadline else { throw CancellationError() }
+                // Polls for the event (`count` requests), 20 s at most: the sleep is only the poll's interval.
                 try await Task.sleep(for: .milliseconds(2))
             }
         }
@@ -81,10 +81,13 @@ final class MergingSourceTests {
             { outcome in self.outcomes.withLock { $0[name] = outcome.map { Set($0.encodedProducts.keys) } } }
         }
 
+        /// Waits for `count` outcomes, 20 s at most (polling: the sleep is
+        /// only the interval).
         func waitFor(_ count: Int) async throws -> [String: Result<Set<String>, ProductsFetchFailure>] {
             let deadline = ContinuousClock.now + .seconds(20)
             while outcomes.withLock({ $0.count }) < count {
                 guard ContinuousClock.now < deadline else { throw CancellationError() }
+                // Polls for the event (`count` outcomes), 20 s at most: the sleep is only the poll's interval.
                 try await Task.sleep(for: .milliseconds(2))
             }
             return outcomes.withLock { $0 }
@@ -222,52 +225,6 @@ final class MergingSourceTests {
         let got = try await outcomes.waitFor(2)
         #expect(got["first"]?.failure == failure)
         #expect(got["second"]?.failure == failure)
-        #expect(base.requests.count == 1)
-    }
-
-    /// Two calls started in one turn, one of them about to reach its
-    /// deadline: it is answered `cancelled` at its deadline, and the
-    /// merged call goes on and answers the other.
-    @Test func aCallWhoseDeadlinePassesLeavesTheMergedCallToTheOthers() async throws {
-        let base = HeldSource()
-        let source = MergingSource(base: base, loops: [loop], maxIdentifiers: 50, window: .zero)
-        let loop = self.loop
-        // A minute's deadline: the staying call must outlast a starved test.
-        let service = ProductsFetchService(
-            settings: .init(
-                appID: "demo",
-                limits: FetchProductsLimits(maxIdentifiers: 100),
-                requestTimeout: .seconds(60),
-                upstreamMaxIDs: 50,
-                cacheMaxTTLSeconds: 60,
-                regionResolver: RegionResolver(configuredDefault: nil, systemLocale: SystemLocale(environment: [:]))
-            ),
-            source: source,
-            metrics: GatewayMetrics()
-        )
-        let answers = Mutex<[String: Result<JSONValue, JSONRPCError>]>([:])
-        let first = try AnswerBytesTests.params(["premium_monthly"])
-        let second = try AnswerBytesTests.params(["coins_100"])
-        loop.execute {
-            // All but 300 ms of the deadline gone for the first, none for the second.
-            for (name, params, arrived) in [("leaving", first, ContinuousClock.now - .milliseconds(59_700)), ("staying", second, .now)] {
-                let context = RPCCallContext(requestID: name, logger: AnswerBytesTests.logger, loop: loop, arrived: arrived)
-                switch service.fetchImmediately(params: params, context: context) {
-                case .answer(let outcome): answers.withLock { $0[name] = outcome }
-                case .later(let later): later { outcome in answers.withLock { $0[name] = outcome } }
-                }
-            }
-        }
-        try await base.waitForRequests(1)
-        #expect(base.requests.first?.identifiers == ["premium_monthly", "coins_100"])
-        let deadline = ContinuousClock.now + .seconds(20)
-        while answers.withLock({ $0["leaving"] }) == nil, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(5)) }
-        #expect(answers.withLock { $0["leaving"] }?.failure?.code == -32005)
-        #expect(answers.withLock { $0["staying"] == nil })
-        base.answerFromCatalog(0)
-        while answers.withLock({ $0["staying"] }) == nil, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(5)) }
-        let staying = try #require(answers.withLock { $0["staying"] })
-        #expect(try staying.get().serialized() == AnswerBytesTests.treeResult(["coins_100"]))
         #expect(base.requests.count == 1)
     }
 }
