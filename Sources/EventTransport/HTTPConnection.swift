@@ -1,8 +1,8 @@
+import Logging
 import CGatewayShims
 import CLibevent
 import Glibc
 import HTTPFraming
-import Logging
 
 /// One client connection of the gateway's HTTP front: a socket, its
 /// parser, and one timer for whichever deadline applies now.

@@ -1,4 +1,3 @@
-import GatewayMetrics
 import ProductsDomain
 import Tracing
 import Synchronization

@@ -1,4 +1,3 @@
-import GatewayMetrics
 //// Which identifiers are being fetched right now, by which fetch, per
 /// (app, country, language). Pure: the ``Coalescer`` keeps it under a lock.
 package struct CoalescerStateMachine<Fetch: AnyObject> {

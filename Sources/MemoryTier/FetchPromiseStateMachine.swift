@@ -1,4 +1,3 @@
-import GatewayMetrics
 /// The waiters of one shared fetch, as a pure state machine: who waits,
 /// who has left, and who gets the result. The owner keeps it under a lock
 /// and resumes the returned waiters after unlocking.

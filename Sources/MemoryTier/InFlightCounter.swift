@@ -1,4 +1,3 @@
-import GatewayMetrics
 import Synchronization
 
 /// Counts work in flight and lets shutdown wait until none is left, with

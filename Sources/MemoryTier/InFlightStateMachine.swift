@@ -1,4 +1,3 @@
-import GatewayMetrics
 /// Work in flight, counted, and who waits for the moment none is left: the
 /// calls a graceful shutdown lets finish, the shared fetches it waits for.
 /// Pure: ``InFlightCounter`` keeps it under a lock and resumes the returned

@@ -1,4 +1,3 @@
-import GatewayMetrics
 import EventTransport
 import JSONRPC
 import ProductsDomain

@@ -1,4 +1,3 @@
-import GatewayMetrics
 /// A map bounded by a budget of bytes, evicting with SIEVE (Zhang et al.,
 /// "SIEVE is Simpler than LRU", NSDI '24).
 ///

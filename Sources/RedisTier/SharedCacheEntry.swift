@@ -1,4 +1,3 @@
-import GatewayMetrics
 import MemoryTier
 import EventTransport
 import Glibc

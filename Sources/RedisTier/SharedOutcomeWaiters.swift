@@ -1,6 +1,5 @@
 import EventTransport
 import MemoryTier
-import ProductsDomain
 import Synchronization
 
 /// The drivers waiting for other replicas' outcomes, by (scope,

@@ -1,9 +1,9 @@
+import Logging
+import ProductsDomain
 import GatewayMetrics
 import MemoryTier
 import EventTransport
 import JSONRPC
-import Logging
-import ProductsDomain
 
 /// The Redis side of coalescing across replicas (see
 /// ``SharedClaimStateMachine`` for the protocol): claims, the outcome

@@ -1,7 +1,7 @@
+import Logging
 import GatewayMetrics
 import MemoryTier
 import EventTransport
-import Logging
 import ProductsDomain
 
 /// Releases, the outcome message and commands nobody waits for.

@@ -1,7 +1,7 @@
+import Logging
 import GatewayMetrics
 import MemoryTier
 import EventTransport
-import Logging
 import ProductsDomain
 
 /// Entries written for the other replicas: what an upstream success may

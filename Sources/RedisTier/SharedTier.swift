@@ -1,5 +1,4 @@
 import GatewayMetrics
-import MemoryTier
 import Dispatch
 import EventTransport
 #if canImport(FoundationEssentials)
@@ -8,7 +7,6 @@ import FoundationEssentials
 import Foundation
 #endif
 import Logging
-import ProductsDomain
 import Synchronization
 
 /// The shared tier: one Redis that the replicas of a deployment share, so

@@ -1,5 +1,5 @@
-import GatewayMetrics
 import Logging
+import GatewayMetrics
 import Synchronization
 
 /// Whether the replica uses Redis: up while every loop's connection is

@@ -1,6 +1,6 @@
+import Logging
 import EventTransport
 import GatewayMetrics
-import Logging
 
 /// The subscriber's ups and downs: the flag, then the common log.
 struct SubscriberObserver: RedisConnectionObserver {

@@ -1,6 +1,3 @@
-import GatewayMetrics
-import MemoryTier
-import RedisTier
 #if canImport(FoundationEssentials)
 import FoundationEssentials
 #else

@@ -1,6 +1,3 @@
-import GatewayMetrics
-import MemoryTier
-import RedisTier
 /// The `String` helpers of Foundation's the configuration reads with, for a
 /// module that links FoundationEssentials only (Foundation's versions live
 /// in the module that carries ICU's data, tens of MB in a static build).

@@ -1,4 +1,3 @@
-import GatewayMetrics
 import JSONRPC
 import Logging
 import MemoryTier

@@ -1,9 +1,9 @@
+import Tracing
+import RedisTier
 import GatewayMetrics
 import MemoryTier
-import RedisTier
 import EventTransport
 import Logging
-import Tracing
 
 /// What every JSON-RPC call of one HTTP request shares.
 public struct RPCCallContext: Sendable {

@@ -1,6 +1,3 @@
-import GatewayMetrics
-import MemoryTier
-import RedisTier
 /// A configuration value that stops start-up. The message names the
 /// variable (and its flag), so an operator knows what to fix.
 public struct ConfigurationError: Error, Sendable, Equatable, CustomStringConvertible {

@@ -1,6 +1,3 @@
-import GatewayMetrics
-import MemoryTier
-import RedisTier
 #if canImport(Glibc)
 import Glibc
 #endif

@@ -1,6 +1,6 @@
+import RedisTier
 import GatewayMetrics
 import MemoryTier
-import RedisTier
 import ProductsDomain
 
 /// Every setting of the contract's configuration table. Each case's row in

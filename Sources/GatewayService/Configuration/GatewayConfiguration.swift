@@ -1,5 +1,3 @@
-import GatewayMetrics
-import MemoryTier
 import RedisTier
 #if canImport(FoundationEssentials)
 import FoundationEssentials

@@ -1,6 +1,3 @@
-import GatewayMetrics
-import MemoryTier
-import RedisTier
 /// One row of the settings table (``ConfigurationVariable/setting``):
 /// the variable, its flag, its default, what it allows, how the start-up
 /// summary shows it (and so whether it is a secret), and what it means.

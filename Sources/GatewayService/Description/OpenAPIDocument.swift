@@ -1,6 +1,3 @@
-import GatewayMetrics
-import MemoryTier
-import RedisTier
 /// `openapi/openapi.yaml`, embedded at build time (the resource is a
 /// symbolic link to that file), so `GET /openapi.yaml` serves the one
 /// document verbatim without a resource bundle beside the binary.

@@ -1,8 +1,8 @@
+import Logging
+import RedisTier
 import GatewayMetrics
 import MemoryTier
-import RedisTier
 import JSONRPC
-import Logging
 import ServiceDescription
 
 /// `rpc.discover`: the service's OpenRPC 1.3 document, made from the

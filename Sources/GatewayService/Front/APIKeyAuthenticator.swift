@@ -1,7 +1,4 @@
 import EventTransport
-import GatewayMetrics
-import MemoryTier
-import RedisTier
 /// Checks `Authorization: Bearer <key>` against the configured keys in
 /// constant time (per key length), so timing does not reveal a prefix, and
 /// says which key asked, for the access log, without the key.

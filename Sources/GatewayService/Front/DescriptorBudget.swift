@@ -1,6 +1,3 @@
-import GatewayMetrics
-import MemoryTier
-import RedisTier
 import EventTransport
 
 /// How the process's open files are shared out. Every client connection

@@ -1,6 +1,3 @@
-import GatewayMetrics
-import MemoryTier
-import RedisTier
 /// The routes the gateway serves; the OpenAPI route test compares its
 /// paths with this table.
 public enum GatewayRoutes {

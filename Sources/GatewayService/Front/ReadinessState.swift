@@ -1,6 +1,3 @@
-import GatewayMetrics
-import MemoryTier
-import RedisTier
 import Synchronization
 
 /// Whether `/readyz` answers 200: only between start-up and the first

@@ -1,6 +1,3 @@
-import GatewayMetrics
-import MemoryTier
-import RedisTier
 import Synchronization
 
 /// The `X-Request-Id` of a call: the caller's when sane, else a fresh one.

@@ -1,5 +1,3 @@
-import GatewayMetrics
-import ProductsDomain
 
 /// The RFC 5861 extensions of a `200`'s `Cache-Control`: how long past
 /// `max-age` a kept answer may still be used.

@@ -1,6 +1,3 @@
-import GatewayMetrics
-import MemoryTier
-import RedisTier
 import EventTransport
 
 /// The upstream side of the gateway: the shared fetches (owned by the
