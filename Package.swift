@@ -6,6 +6,7 @@ import PackageDescription
 let strictSwift: [SwiftSetting] = [
     .enableUpcomingFeature("ExistentialAny"),
     .enableUpcomingFeature("MemberImportVisibility"),
+    .enableUpcomingFeature("InternalImportsByDefault"),
     .unsafeFlags(["-cross-module-optimization"], .when(configuration: .release)),
 ]
 

@@ -2,7 +2,7 @@ import CGatewayShims
 import CLibevent
 import Glibc
 import HTTPFraming
-import Logging
+public import Logging
 import Synchronization
 
 /// Handles one request, on the loop thread that accepted it. It must not

@@ -1,5 +1,5 @@
 import CLibevent
-import Logging
+public import Logging
 import Synchronization
 
 /// Sends libevent's own messages (by default written raw to standard error)

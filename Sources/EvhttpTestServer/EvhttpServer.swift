@@ -1,7 +1,7 @@
-import EventTransport
+public import EventTransport
 import CGatewayShims
 import CLibevent
-import HTTPFraming
+public import HTTPFraming
 #if canImport(FoundationEssentials)
 import FoundationEssentials
 #else

@@ -1,4 +1,4 @@
-import EventTransport
+public import EventTransport
 
 /// Limits and address of an ``EvhttpServer``.
 public struct EvhttpServerConfiguration: Sendable {

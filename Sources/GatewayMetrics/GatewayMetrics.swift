@@ -1,4 +1,4 @@
-import Prometheus
+public import Prometheus
 import Synchronization
 
 /// The series of the contract's metrics table, on a Prometheus registry of

@@ -4,7 +4,7 @@ import FoundationEssentials
 import Foundation
 #endif
 import Glibc
-import Prometheus
+package import Prometheus
 
 /// The usual `process_*` series, read from `/proc/self` when `/metrics` is
 /// scraped (a few small file reads; nothing runs in between scrapes).

@@ -1,6 +1,6 @@
-import EventTransport
-import ProductsDomain
-import Tracing
+package import EventTransport
+package import ProductsDomain
+package import Tracing
 import Synchronization
 
 /// One upstream call that any number of callers wait for, each by

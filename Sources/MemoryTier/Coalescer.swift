@@ -1,5 +1,5 @@
-import ProductsDomain
-import Tracing
+package import ProductsDomain
+package import Tracing
 import Synchronization
 
 /// Per-identifier coalescing across calls, batch elements and worker

@@ -1,4 +1,4 @@
-import ProductsDomain
+package import ProductsDomain
 
 /// Which fetches of one event loop go upstream together, pure: fetches in,
 /// upstream calls out. Fetches of one scope gathered in one loop turn (or,

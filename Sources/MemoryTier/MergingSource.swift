@@ -1,6 +1,6 @@
 import Tracing
-import EventTransport
-import ProductsDomain
+package import EventTransport
+package import ProductsDomain
 
 /// A source whose fetches, started on one loop, share upstream calls:
 /// distinct misses of concurrent calls gathered in one loop turn (or

@@ -1,7 +1,7 @@
-import EventTransport
-import JSONRPC
-import ProductsDomain
-import Tracing
+public import EventTransport
+public import JSONRPC
+public import ProductsDomain
+public import Tracing
 
 /// What an upstream answer is valid for: the same identifier may have other
 /// products in another app, country or language.

@@ -1,6 +1,6 @@
-import GatewayMetrics
+package import GatewayMetrics
 import JSONRPC
-import ProductsDomain
+package import ProductsDomain
 import Synchronization
 
 /// Upstream answers kept for their `max-age` (capped by

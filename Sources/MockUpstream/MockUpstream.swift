@@ -1,8 +1,8 @@
-import EventTransport
+public import EventTransport
 import EvhttpTestServer
 import Foundation
 import JSONRPC
-import ProductsDomain
+public import ProductsDomain
 import Synchronization
 
 /// A TLS server speaking the Onside upstream API (contract section 2) from a

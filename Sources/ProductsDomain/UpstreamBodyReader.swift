@@ -1,4 +1,4 @@
-import JSONRPC
+package import JSONRPC
 
 /// Reads an upstream `200` body straight into an ``UpstreamProductsPage``
 /// in one pass over its bytes, for the gateway's cold path: no `JSONValue`

@@ -1,4 +1,4 @@
-import JSONRPC
+public import JSONRPC
 
 /// The useful part of one upstream `200` body: the products found and the ids it does not know.
 public struct UpstreamProductsPage: Sendable, Equatable {

@@ -1,5 +1,5 @@
 import EventTransport
-import Logging
+package import Logging
 import Synchronization
 
 /// At most one line per `interval` (per level group), with the number of

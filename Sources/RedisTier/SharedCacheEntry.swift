@@ -1,8 +1,8 @@
-import MemoryTier
-import EventTransport
+package import MemoryTier
+package import EventTransport
 import Glibc
 import JSONRPC
-import ProductsDomain
+package import ProductsDomain
 
 /// One identifier's answer as the shared tier stores it in Redis: the
 /// product's ready JSON bytes (or "unknown"), with its freshness and stale

@@ -1,8 +1,8 @@
 import GatewayMetrics
-import MemoryTier
-import EventTransport
+package import MemoryTier
+package import EventTransport
 import JSONRPC
-import ProductsDomain
+package import ProductsDomain
 
 /// Runs one fetch's ``SharedClaimStateMachine`` on the loop the fetch runs
 /// on: Redis replies, the upstream fetch, the poll timer, the loop's renewal sweep and

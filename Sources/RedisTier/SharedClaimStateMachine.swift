@@ -1,5 +1,5 @@
-import MemoryTier
-import ProductsDomain
+package import MemoryTier
+package import ProductsDomain
 
 /// Coalescing across replicas for one shared fetch: which of its
 /// identifiers this replica fetches, which it waits for, and when it takes

@@ -1,4 +1,4 @@
-import EventTransport
+package import EventTransport
 
 /// A lease a lookup takes where the entry would be: when `{prefix}v1:p:…`
 /// holds no entry, the lookup writes this there (`SET … NX PX 1000 GET`),

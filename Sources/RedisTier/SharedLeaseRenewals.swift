@@ -1,4 +1,4 @@
-import EventTransport
+package import EventTransport
 
 /// What a loop's renewal sweep renews: a fetch holding leases.
 package protocol SharedLeaseHolder: AnyObject {

@@ -1,6 +1,6 @@
-import MemoryTier
+package import MemoryTier
 import JSONRPC
-import ProductsDomain
+package import ProductsDomain
 
 /// What a replica publishes on the outcomes channel when its claimed fetch
 /// ends, so that the replicas waiting for it answer at once: the products

@@ -1,5 +1,5 @@
 import EventTransport
-import MemoryTier
+package import MemoryTier
 import Synchronization
 
 /// The drivers waiting for other replicas' outcomes, by (scope,

@@ -1,8 +1,8 @@
 import Logging
 import ProductsDomain
 import GatewayMetrics
-import MemoryTier
-import EventTransport
+package import MemoryTier
+package import EventTransport
 import JSONRPC
 
 /// The Redis side of coalescing across replicas (see

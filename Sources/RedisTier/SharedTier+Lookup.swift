@@ -1,8 +1,8 @@
 import Logging
 import ProductsDomain
 import GatewayMetrics
-import MemoryTier
-import EventTransport
+package import MemoryTier
+package import EventTransport
 
 /// The lookup: one round trip a memory miss pays before the upstream (the
 /// entries, and the leases of those with none), gathered per loop turn.

@@ -1,8 +1,8 @@
 import Logging
-import GatewayMetrics
-import MemoryTier
-import EventTransport
-import ProductsDomain
+package import GatewayMetrics
+package import MemoryTier
+package import EventTransport
+package import ProductsDomain
 
 /// Releases, the outcome message and commands nobody waits for.
 extension SharedTier {

@@ -1,7 +1,7 @@
 import Logging
 import GatewayMetrics
-import MemoryTier
-import EventTransport
+package import MemoryTier
+package import EventTransport
 import ProductsDomain
 
 /// Entries written for the other replicas: what an upstream success may

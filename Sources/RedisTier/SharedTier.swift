@@ -1,12 +1,12 @@
-import GatewayMetrics
+package import GatewayMetrics
 import Dispatch
-import EventTransport
+package import EventTransport
 #if canImport(FoundationEssentials)
 import FoundationEssentials
 #else
 import Foundation
 #endif
-import Logging
+package import Logging
 import Synchronization
 
 /// The shared tier: one Redis that the replicas of a deployment share, so

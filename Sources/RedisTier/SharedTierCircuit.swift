@@ -1,5 +1,5 @@
 import Logging
-import GatewayMetrics
+package import GatewayMetrics
 import Synchronization
 
 /// Whether the replica uses Redis: up while every loop's connection is

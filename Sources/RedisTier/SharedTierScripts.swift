@@ -1,4 +1,4 @@
-import EventTransport
+package import EventTransport
 
 /// The Lua scripts the tier runs in Redis, in one place: each is the
 /// protocol's one atomic step (lookup, claim, renew, release), read

@@ -1,4 +1,4 @@
-import GatewayMetrics
+public import GatewayMetrics
 import MemoryTier
 import RedisTier
 import EventTransport
@@ -8,10 +8,10 @@ import FoundationEssentials
 import Foundation
 #endif
 import Glibc
-import JSONRPC
-import Logging
+public import JSONRPC
+public import Logging
 import ProductsDomain
-import ServiceLifecycle
+public import ServiceLifecycle
 import Synchronization
 import Tracing
 

@@ -5,7 +5,7 @@ import Foundation
 #endif
 import Glibc
 import JSONRPC
-import Logging
+public import Logging
 
 /// Writes one line per event to standard error (or a sink, in tests):
 /// a JSON object with `ts`, `level`, `msg` and the metadata (`requestId`,

@@ -1,10 +1,10 @@
-import GatewayMetrics
-import MemoryTier
+public import GatewayMetrics
+public import MemoryTier
 import RedisTier
 import EventTransport
-import JSONRPC
+public import JSONRPC
 import Logging
-import ProductsDomain
+public import ProductsDomain
 import Tracing
 
 /// `products.fetch`: validation, region, cache, coalescing, fan-out,

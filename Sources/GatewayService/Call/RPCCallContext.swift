@@ -2,8 +2,8 @@ import Tracing
 import RedisTier
 import GatewayMetrics
 import MemoryTier
-import EventTransport
-import Logging
+public import EventTransport
+public import Logging
 
 /// What every JSON-RPC call of one HTTP request shares.
 public struct RPCCallContext: Sendable {

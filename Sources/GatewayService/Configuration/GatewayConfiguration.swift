@@ -1,11 +1,11 @@
-import RedisTier
+public import RedisTier
 #if canImport(FoundationEssentials)
 import FoundationEssentials
 #else
 import Foundation
 #endif
 import Glibc
-import ProductsDomain
+public import ProductsDomain
 
 /// The effective configuration of one gateway process, validated.
 public struct GatewayConfiguration: Sendable {

@@ -4,7 +4,7 @@ import FoundationEssentials
 import Foundation
 #endif
 import Glibc
-import Tracing
+public import Tracing
 
 /// Trace export, as OpenTelemetry's standard variables set it (`OTEL_*`,
 /// contract section "Tracing"). Read from the environment only: these are

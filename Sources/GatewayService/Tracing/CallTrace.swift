@@ -1,4 +1,4 @@
-import Tracing
+public import Tracing
 
 /// The trace of one JSON-RPC call: its SERVER span's context (the trace
 /// it continues or starts, a span id of its own, the sampled flag), the

@@ -1,5 +1,5 @@
 import EventTransport
-import Tracing
+public import Tracing
 
 /// Where a call's trace comes from and where finished spans go: the
 /// sampler (`OTEL_TRACES_SAMPLER`) and, with an endpoint, the export queue.

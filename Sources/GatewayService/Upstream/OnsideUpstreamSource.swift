@@ -1,9 +1,9 @@
 import GatewayMetrics
-import MemoryTier
+public import MemoryTier
 import RedisTier
-import EventTransport
+public import EventTransport
 import Logging
-import ProductsDomain
+public import ProductsDomain
 import Tracing
 
 /// The Onside products API over verified HTTPS (contract section 2), with
