@@ -135,7 +135,7 @@ final class GatewayHTTPHandler: Sendable {
                 answer.send(Self.response(reply, headers: headers, note: note))
                 calls.leave()
             }
-        case .pending(let pending):
+        case .batch(let pending):
             calls.enter()
             let deadline = context.arrived + requestTimeout
             responder.send { [self, headers] in
@@ -149,7 +149,7 @@ final class GatewayHTTPHandler: Sendable {
                 // client hangs up leaves the queue at once (the task is
                 // cancelled).
                 var turn: BatchTurns.Turn?
-                if pending.isBatch {
+                do {
                     switch await batchTurns.begin(until: deadline) {
                     case .turn(let granted):
                         turn = granted
@@ -173,7 +173,8 @@ final class GatewayHTTPHandler: Sendable {
                 // to the connection: what waits for a slow reader is bounded
                 // by the front's total of unwritten answers, not by turns.
                 defer { withExtendedLifetime(turn) {} }
-                return Self.response(await pending.finish(), headers: headers, note: note)
+                let reply = await withCheckedContinuation { continuation in pending.answer { continuation.resume(returning: $0) } }
+                return Self.response(reply, headers: headers, note: note)
             }
         }
     }
