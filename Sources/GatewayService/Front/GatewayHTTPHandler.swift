@@ -173,14 +173,22 @@ final class GatewayHTTPHandler: Sendable {
                 calls.leave()
                 return
             }
-            batch.answer { reply in
-                answer.send(Self.response(reply, headers: headers, note: note))
-                // The turn ends as the answer is handed to the connection:
-                // what waits for a slow reader is bounded by the front's
-                // total of unwritten answers, not by turns.
-                turn?.end()
-                calls.leave()
+            let answerBatch: @Sendable () -> Void = {
+                batch.answer { reply in
+                    answer.send(Self.response(reply, headers: headers, note: note))
+                    // The turn ends as the answer is handed to the
+                    // connection: what waits for a slow reader is bounded by
+                    // the front's total of unwritten answers, not by turns.
+                    turn?.end()
+                    calls.leave()
+                }
             }
+            // From the loop's queue, not from the callback that read the
+            // request: a batch's work (up to GATEWAY_MAX_BATCH calls and
+            // their answer) takes turns with the sockets under the loop's
+            // drain budget, so a flood of batches delays the single calls
+            // read beside it by a drain, not by every batch.
+            if !loop.execute(answerBatch) { answerBatch() }
         }
         guard let waiter else { return }
         answer.whenClientStops { waiter.leave() }
