@@ -76,8 +76,8 @@ final class BatchTurns: Sendable {
         fileprivate let loop: EventLoop
         private let turns: BatchTurns
         private let deadline: ContinuousClock.Instant
-        /// Touched on `loop` only; a lock (never contended) makes that
-        /// checkable rather than a promise.
+        /// Touched on `loop` only; held under a lock (never contended) so
+        /// that the waiter is `Sendable` with no unchecked promise.
         private let state: Mutex<WaiterState>
 
         fileprivate struct WaiterState {
