@@ -1,7 +1,4 @@
 import Logging
-import RedisTier
-import GatewayMetrics
-import MemoryTier
 import JSONRPC
 import ServiceDescription
 

@@ -1,6 +1,3 @@
-import GatewayMetrics
-import MemoryTier
-import RedisTier
 import EventTransport
 import Synchronization
 

@@ -1,6 +1,5 @@
 import GatewayMetrics
 import MemoryTier
-import RedisTier
 import EventTransport
 import JSONRPC
 import Logging
