@@ -37,9 +37,10 @@ private let currentLoopKey: pthread_key_t = {
 /// The loop is also a Swift executor (`SerialExecutor` and `TaskExecutor`):
 /// a task started with `Task(executorPreference: loop)` runs its
 /// nonisolated code on the loop thread, and a continuation resumed from
-/// anywhere brings it back there. A request accepted on a loop is answered
-/// from that loop without changing threads unless its work really has to
-/// move.
+/// anywhere brings it back there. No request runs a task: a request
+/// accepted on a loop is answered from that loop's callbacks, without
+/// changing threads unless its work really has to move; tasks on a loop
+/// are for tests.
 public final class EventLoop: @unchecked Sendable {
     // @unchecked: `base` and `wakeEvent` are used only on the loop thread;
     // `pending` is guarded by its mutex; `owner` is an atomic written once
@@ -164,7 +165,7 @@ public final class EventLoop: @unchecked Sendable {
         let thread = owner.load(ordering: .acquiring)
         let onLoop = thread != 0 && pthread_equal(pthread_t(thread), pthread_self()) != 0
         if onLoop && !hasStopped.load(ordering: .relaxed) {
-            // The loop's own submissions (a task's next job, an answer) skip
+            // The loop's own submissions (a turn handed over, an answer) skip
             // the lock: only this thread touches `local`.
             if local.stopped { return false }
             local.items.append(work)
@@ -252,8 +253,8 @@ public final class EventLoop: @unchecked Sendable {
     }
 
     /// How long one drain runs queued work before the loop polls its
-    /// sockets again. Work queued on the loop (a batch's calls and its
-    /// answer, flushes, tasks' jobs) could otherwise hold it for as long as
+    /// sockets again. Work queued on the loop (a batch's turn, its calls and
+    /// its answer, flushes) could otherwise hold it for as long as
     /// there is any: under a flood of large batches, single calls read by
     /// the same loop waited hundreds of milliseconds for their turn.
     static let drainBudget = Duration.milliseconds(2)
@@ -382,15 +383,6 @@ extension EventLoop {
     /// turn, when it has passed). On the loop thread only.
     public func scheduleTimer(at deadline: ContinuousClock.Instant, _ callback: @escaping () -> Void) -> LoopTimer {
         scheduleTimer(after: max(.zero, deadline - .now), callback)
-    }
-
-    /// Suspends the calling task for `duration` on a loop timer. The task
-    /// must run on this loop (`Task(executorPreference:)`).
-    public func sleep(for duration: Duration) async {
-        preconditionInEventLoop()
-        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            _ = scheduleTimer(after: duration) { continuation.resume() }
-        }
     }
 }
 

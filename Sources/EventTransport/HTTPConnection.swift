@@ -13,10 +13,10 @@ import HTTPFraming
 /// Phases: `reading` (a new connection gets the shorter of the read and
 /// idle deadlines for its first byte, a kept-alive one the idle deadline;
 /// then the read deadline), `responding` (the handler has the request; what
-/// a pipelining client sends meanwhile waits; a task answering it is
-/// cancelled when the client hangs up), `writing` (the answer did not fit
-/// the socket; the write deadline bounds a client that does not read it,
-/// and then the connection is reset), `lingering`
+/// a pipelining client sends meanwhile waits; a handler that asked to be
+/// told is called back when the client hangs up), `writing` (the answer did
+/// not fit the socket; the write deadline bounds a client that does not
+/// read it, and then the connection is reset), `lingering`
 /// (closing after an error: our side is shut, the client's late bytes are
 /// read and dropped until it closes or the linger deadline).
 final class HTTPConnection: @unchecked Sendable {
@@ -79,12 +79,12 @@ final class HTTPConnection: @unchecked Sendable {
     /// (``LoopHTTPFront/answerHeld(_:)``): the whole answer, which is held
     /// until its last byte is written.
     private var outboxCounted = 0
-    /// The task answering the request being answered
-    /// (``HTTPResponder/send(after:)``): cancelled when the client hangs up
-    /// (or only stops sending: that cannot be told apart) or the connection
-    /// closes before the answer, so work that waits (a batch's turn) can
-    /// leave at once. Let go when the answer comes.
-    private var answeringTask: Task<Void, Never>?
+    /// Called when the client hangs up (or only stops sending: that
+    /// cannot be told apart) or the connection closes before the request
+    /// being answered has its answer, so work that waits (a batch's turn)
+    /// can leave at once (``HTTPDeferredResponder/whenClientStops(_:)``).
+    /// Let go when the answer comes.
+    private var clientStopHandler: (() -> Void)?
     /// The client has stopped sending (end of stream or an error) while its
     /// request was being answered.
     private var clientStopped = false
@@ -143,13 +143,13 @@ final class HTTPConnection: @unchecked Sendable {
             if phase == .responding || phase == .writing {
                 // The client has finished sending (perhaps only half-closed):
                 // it still gets its answer, then the connection closes. A
-                // task still working on that answer is told (cancelled): the
-                // client has most likely gone.
+                // handler still working on that answer is told: the client
+                // has most likely gone. Last: it may answer at once.
                 enableReading(false)
                 closeAfterAnswer = true
                 keepAlive = false
                 clientStopped = true
-                cancelAnsweringTask()
+                tellClientStopped()
                 return
             }
             // End of stream or an error: nothing more will come. A request
@@ -298,31 +298,29 @@ final class HTTPConnection: @unchecked Sendable {
 
     // MARK: - Answering
 
-    /// `task` answers request `serial`, from any thread: it is cancelled
-    /// if the client stops sending or the connection closes first (at once
-    /// if that has happened already).
-    func answering(serial: UInt64, by task: Task<Void, Never>) {
-        if loop.inEventLoop {
-            answeringOnLoop(serial: serial, by: task)
-        } else if !loop.execute({ self.answeringOnLoop(serial: serial, by: task) }) {
-            task.cancel() // a stopped loop: nobody will write the answer
+    /// Calls `callback` when the client stops sending or the connection
+    /// closes before request `serial` is answered; at once when that has
+    /// happened already. On the loop only.
+    func whenClientStops(serial: UInt64, _ callback: @escaping () -> Void) {
+        loop.preconditionInEventLoop()
+        // Answered already (a later request is in, or this one's answer is
+        // being written): nothing to tell.
+        guard serial == self.serial else { return }
+        switch phase {
+        case .responding where !clientStopped:
+            clientStopHandler = callback
+        case .responding, .closed:
+            callback()
+        case .reading, .writing, .lingering:
+            break
         }
     }
 
-    private func answeringOnLoop(serial: UInt64, by task: Task<Void, Never>) {
-        guard phase == .responding, serial == self.serial, !clientStopped else {
-            // Closed, or the client stopped sending, before the task was
-            // known; or the task has answered already (cancelling it is
-            // then harmless).
-            task.cancel()
-            return
-        }
-        answeringTask = task
-    }
-
-    private func cancelAnsweringTask() {
-        answeringTask?.cancel()
-        answeringTask = nil
+    /// Calls the handler waiting to hear that the client stopped, once.
+    private func tellClientStopped() {
+        guard let handler = clientStopHandler else { return }
+        clientStopHandler = nil
+        handler()
     }
 
     /// Sends the answer to request `serial`, from any thread.
@@ -353,7 +351,7 @@ final class HTTPConnection: @unchecked Sendable {
 
     private func respondOnLoop(serial: UInt64, with response: HTTPResponse) {
         guard phase == .responding, serial == self.serial else { return }
-        answeringTask = nil
+        clientStopHandler = nil
         let close = !keepAlive || front.server.isDraining || Self.asksToClose(response.headers)
         write(status: response.status, headers: response.headers, body: response.body, close: close || closeAfterAnswer, held: response.heldUntilWritten, note: response.note)
     }
@@ -560,8 +558,8 @@ final class HTTPConnection: @unchecked Sendable {
         arm(.idle, after: front.configuration.idleTimeout)
         // An answer given while the handler was still being called comes
         // back here; the caller then goes on with the pipelined bytes,
-        // without recursion. One given later (a task, a callback) starts a
-        // turn of its own.
+        // without recursion. One given later (by a callback) starts a turn
+        // of its own.
         if unparsedCount > 0 && !isDispatching && resumeTimer == nil {
             requestsThisTurn = 0
             parsePending()
@@ -680,12 +678,16 @@ final class HTTPConnection: @unchecked Sendable {
         resumeTimer = nil
         requestHeaders = nil
         requestLine = nil
-        cancelAnsweringTask()
+        let stopHandler = clientStopHandler
+        clientStopHandler = nil
         outboxHead = []
         outboxBody = []
         outboxHeld = nil
         releaseOutbox()
         front.connectionClosed(self)
+        // Last, once the front has let go of the connection: the handler
+        // may answer (the answer is dropped).
+        stopHandler?()
     }
 }
 

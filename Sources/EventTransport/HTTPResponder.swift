@@ -27,28 +27,8 @@ public struct HTTPResponder: ~Copyable, @unchecked Sendable {
         connection.respond(serial: serial, with: response)
     }
 
-    /// Runs `work` in a task on the loop that accepted the request (so the
-    /// call and its answer never leave that thread), and sends what it
-    /// returns.
-    ///
-    /// The task is cancelled when the client stops sending before the
-    /// answer (it hung up, or only shut its side: TCP does not tell the two
-    /// apart) or the connection closes: work that waits can then leave early
-    /// (what it returns is still written when the socket takes it, as to a
-    /// client that only shut its side).
-    public consuming func send(after work: @escaping @Sendable () async -> HTTPResponse) {
-        let connection = self.connection.takeRetainedValue()
-        let serial = self.serial
-        discard self
-        let task = Task(executorPreference: connection.loop) {
-            let response = await work()
-            connection.respond(serial: serial, with: response)
-        }
-        connection.answering(serial: serial, by: task)
-    }
-
     /// Hands the answer to a callback that may run on any thread, later:
-    /// for a call that its loop finishes without a task (a Redis reply).
+    /// for a call its loop finishes (a Redis reply, a batch's turn).
     public consuming func deferred() -> HTTPDeferredResponder {
         let connection = self.connection.takeRetainedValue()
         let serial = self.serial
@@ -81,6 +61,20 @@ public final class HTTPDeferredResponder: Sendable {
     public func send(_ response: HTTPResponse) {
         guard !sent.exchange(true, ordering: .acquiringAndReleasing) else { return }
         connection.respond(serial: serial, with: response)
+    }
+
+    /// Calls `callback` on the connection's loop when the client stops
+    /// sending before this request is answered (it hung up, or only shut
+    /// its side: TCP does not tell the two apart) or the connection closes
+    /// first; at once when that has happened already. Work that waits (a
+    /// batch waiting for its turn) can then leave at once; what it sends
+    /// afterwards is still written when the socket takes it, as to a client
+    /// that only shut its side. Forgotten once the answer is sent; a later
+    /// call replaces an earlier one.
+    ///
+    /// On the connection's loop only (the request's handler runs there).
+    public func whenClientStops(_ callback: @escaping () -> Void) {
+        connection.whenClientStops(serial: serial, callback)
     }
 
     deinit {

@@ -110,9 +110,9 @@ public protocol HTTPSClientObserver: Sendable {
 /// An HTTPS/1.1 client over libevent's OpenSSL bufferevents, the HTTP
 /// framing its own (``HTTPResponseParser``).
 ///
-/// A request runs on the loop of the task that sends it (the loop that
+/// A request runs on the loop of the call that sends it (the loop that
 /// accepted the caller's request), from that loop's pool of keep-alive
-/// connections, so its answer resumes the caller on the thread it is
+/// connections, so its answer comes back to the caller on the thread it is
 /// already on. Leases are capped over all loops by one
 /// ``ConnectionPoolStateMachine`` under a mutex; a caller past the cap waits
 /// in its queue until its deadline. Each exchange is bounded as a whole by

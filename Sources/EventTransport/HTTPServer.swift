@@ -7,7 +7,7 @@ import Synchronization
 
 /// Handles one request, on the loop thread that accepted it. It must not
 /// block; it answers through the responder, which it must consume (send
-/// now, or `send(after:)` for work that awaits).
+/// now, or `deferred()` for an answer a callback sends later).
 public typealias HTTPRequestHandler = @Sendable (HTTPServerRequest, consuming HTTPResponder) -> Void
 
 /// The answer to a request that cannot be read (``HTTPFramingError``), to

@@ -1,6 +1,6 @@
 /// What one loop gathers during a turn and hands over, all at once, when
-/// the turn's callbacks are done: the first element arms one task on the
-/// loop's queue, which runs after every callback already queued (every
+/// the turn's callbacks are done: the first element queues one closure on
+/// the loop, which runs after every callback already queued (every
 /// request read in the turn, every upstream answer that came in it), and
 /// passes the whole turn to ``flush``. The shared tier's lookups and
 /// releases go out this way, one script per turn each.

@@ -8,53 +8,40 @@ import Synchronization
 /// The rules are those of the JSON-RPC 2.0 specification: a body that is not
 /// JSON answers -32700 with id `null`; JSON that is not a request answers
 /// -32600 with the request's id when it could be read, else `null`; a batch
-/// judges each element on its own, runs them concurrently and answers in
+/// judges each element on its own, starts them all at once and answers in
 /// batch order, leaving notifications out; a body of notifications only
 /// answers ``JSONRPCReply/noContent``.
+///
+/// Every method has one shape (``JSONRPCMethod``): it answers now, or later
+/// by callback. So the engine runs no task and never suspends: a body is
+/// answered at once, or by the callback of its one deferred call, or (a
+/// batch) by the callback of its last element.
 public struct JSONRPCServer<Context: Sendable>: Sendable {
-    /// A method: the request (already validated) and the transport's
-    /// context in, a result or an error object out. Methods are called for
-    /// notifications too; what they return is then dropped.
-    public typealias Method = @Sendable (JSONRPCRequest, Context) async -> Result<JSONValue, JSONRPCError>
-
     /// Told of every request answered or run, for metrics and logs: once per
     /// request object (notifications included), once for a body that is not
     /// JSON, and once for a batch refused as a whole.
     public typealias Observer = @Sendable (JSONRPCCallRecord, Context) -> Void
 
-    /// A method run without a task: its answer now (for `products.fetch`:
-    /// every product fresh in memory), or a promise to call back once
-    /// (`later`), or `nil` when the method must run as its ``Method``.
-    public typealias ImmediateMethod = @Sendable (JSONRPCRequest, Context) -> JSONRPCImmediateOutcome?
-
-    /// A method's form for the usual call, read with no JSON tree: the text
-    /// of its params object (already checked as JSON) and the transport's
-    /// context in. It answers as an ``ImmediateMethod`` does, or gives `nil`
-    /// before doing anything, and the call then goes the tree's way, which
-    /// words every refusal. So it may only answer what the tree's way would
-    /// answer for the same params.
-    public typealias FastMethod = @Sendable (_ params: UnsafeBufferPointer<UInt8>, _ context: Context) -> JSONRPCImmediateOutcome?
-
-    /// What ``start(body:context:)`` could do without suspending.
+    /// What ``start(body:context:)`` made of a body.
     public enum Start: Sendable {
         /// The reply is ready.
         case answered(JSONRPCReply)
         /// A single call whose method answers later, by callback; `begin`
         /// gives the reply.
         case deferred(DeferredCall)
-        /// A method must run as a task; `finish` gives the reply.
-        case pending(PendingBody)
+        /// A batch, checked and counted but not yet run (it may wait for
+        /// its turn first); `answer` runs it and gives the reply.
+        case batch(PendingBatch)
     }
 
-    /// A single call whose ``ImmediateMethod`` answers later: the request
-    /// is parsed and decoded once, and no task runs unless the method
-    /// starts one.
+    /// A single call whose method answers later: the request is parsed and
+    /// decoded once, and the method goes on when ``begin(_:)`` is called.
     public struct DeferredCall: Sendable {
         fileprivate let server: JSONRPCServer
         fileprivate let request: JSONRPCRequest
         fileprivate let context: Context
         fileprivate let started: ContinuousClock.Instant
-        fileprivate let answerLater: JSONRPCImmediateOutcome.Later
+        fileprivate let answerLater: JSONRPCMethodOutcome.Later
 
         /// Lets the method go on; `reply` is called once, on whichever
         /// thread the method answers from (possibly before this returns).
@@ -74,49 +61,52 @@ public struct JSONRPCServer<Context: Sendable>: Sendable {
         }
     }
 
-    /// A body whose methods must run: a single call, parsed (the parse is
-    /// not repeated), or a batch, kept as its bytes until ``finish()``: a
-    /// batch may wait for its turn, and while it waits it holds no more than
-    /// the request it came in (a parsed tree of the same bytes can be many
-    /// times larger).
-    public struct PendingBody: Sendable {
+    /// A batch of 1 to ``maxBatchSize`` elements, kept as its bytes until
+    /// ``answer(_:)``: a batch may wait for its turn, and while it waits it
+    /// holds no more than the request it came in (a parsed tree of the same
+    /// bytes can be many times larger).
+    public struct PendingBatch: Sendable {
         fileprivate enum Body: Sendable {
-            case parsed(JSONValue)
-            /// A batch of `elements` elements (1 to `maxBatchSize`), its
-            /// JSON checked by a scan, not yet parsed.
-            case batch(bytes: [UInt8], elements: Int)
+            /// Parsed already (a body the scan did not count).
+            case parsed([JSONValue])
+            /// A batch of `elements` elements, its JSON checked by a scan,
+            /// not yet parsed.
+            case bytes([UInt8], elements: Int)
         }
 
         fileprivate let server: JSONRPCServer
         fileprivate let body: Body
         fileprivate let context: Context
 
-        /// Whether the body is a batch (an array): its answer can be
-        /// `maxBatchSize` results, where a single call's is one.
-        public var isBatch: Bool {
+        /// The batch's element count.
+        public var elementCount: Int {
             switch body {
-            case .batch: true
-            case .parsed(.array): true
-            case .parsed: false
+            case .parsed(let elements): elements.count
+            case .bytes(_, let elements): elements
             }
         }
 
-        /// The batch's element count, counted without parsing it.
-        public var batchSize: Int? {
-            if case .batch(_, let elements) = body { return elements }
-            return nil
-        }
-
-        public func finish() async -> JSONRPCReply {
+        /// Parses the batch and starts every element; `reply` is called
+        /// once, when the last element has answered: at once when every
+        /// method answered now, else on the thread of the last callback.
+        public func answer(_ reply: @escaping @Sendable (JSONRPCReply) -> Void) {
             switch body {
-            case .parsed(let document):
-                return await server.handle(document: document, context: context)
-            case .batch(let bytes, _):
+            case .parsed(let elements):
+                server.answer(batch: elements, context: context, reply)
+            case .bytes(let bytes, _):
+                let document: JSONValue
                 do {
-                    return await server.handle(document: try JSONParser.parse(bytes, limits: server.limits), context: context)
+                    document = try JSONParser.parse(bytes, limits: server.limits)
                 } catch {
-                    return server.refuse(.parseError(error.message), context: context)
+                    reply(server.refuse(.parseError(error.message), context: context))
+                    return
                 }
+                guard case .array(let elements) = document else {
+                    // Not reached: the scan read an array.
+                    reply(server.refuse(.invalidRequest("expected a request object or a batch array"), context: context))
+                    return
+                }
+                server.answer(batch: elements, context: context, reply)
             }
         }
     }
@@ -132,9 +122,9 @@ public struct JSONRPCServer<Context: Sendable>: Sendable {
     public let maxAnswerBytes: Int
     /// The parser's limits for a body.
     public let limits: JSONParser.Limits
-    private let methods: [String: Method]
-    private let immediateMethods: [String: ImmediateMethod]
-    private let fastMethods: [String: FastMethod]
+    private let methods: [String: JSONRPCMethod<Context>]
+    /// Whether any method has a pre-parse form.
+    private let hasFastMethods: Bool
     private let observer: Observer?
     /// The context of each batch element, made from the request's.
     private let elementContext: (@Sendable (Context) -> Context)?
@@ -143,55 +133,47 @@ public struct JSONRPCServer<Context: Sendable>: Sendable {
     ///
     /// - Precondition: `maxBatchSize` is at least 1 (configuration checks
     ///   its value before a server is built).
-    /// - Parameter immediateMethods: for some of `methods`, a way to answer
-    ///   without suspending when it can (see ``start(body:context:)``).
-    /// - Parameter fastMethods: for some of `methods`, a way to answer the
-    ///   usual single call without building its JSON tree (see
-    ///   ``FastMethod``).
     /// - Parameter maxAnswerBytes: the most bytes one reply may have (see
     ///   ``maxAnswerBytes``).
     /// - Parameter elementContext: the context each element of a batch
     ///   runs with, made from the request's (the gateway gives each its
     ///   own span); nil: the request's.
-    public init(maxBatchSize: Int, methods: [String: Method], immediateMethods: [String: ImmediateMethod] = [:], fastMethods: [String: FastMethod] = [:], limits: JSONParser.Limits = .init(), maxAnswerBytes: Int = .max, observer: Observer? = nil, elementContext: (@Sendable (Context) -> Context)? = nil) {
-        self.elementContext = elementContext
+    public init(maxBatchSize: Int, methods: [String: JSONRPCMethod<Context>], limits: JSONParser.Limits = .init(), maxAnswerBytes: Int = .max, observer: Observer? = nil, elementContext: (@Sendable (Context) -> Context)? = nil) {
         precondition(maxBatchSize >= 1, "maxBatchSize must be at least 1")
+        self.elementContext = elementContext
         self.maxBatchSize = maxBatchSize
         self.maxAnswerBytes = maxAnswerBytes
         self.methods = methods
-        self.immediateMethods = immediateMethods
-        self.fastMethods = fastMethods
+        self.hasFastMethods = methods.values.contains { $0.fast != nil }
         self.limits = limits
         self.observer = observer
     }
 
-    /// The reply to one HTTP body.
-    public func handle(body: [UInt8], context: Context) async -> JSONRPCReply {
+    /// Answers one HTTP body: `reply` is called once, before this returns
+    /// when no method answers later, else from the last callback.
+    public func handle(body: [UInt8], context: Context, _ reply: @escaping @Sendable (JSONRPCReply) -> Void) {
         switch start(body: body, context: context) {
-        case .answered(let reply): reply
-        case .deferred(let call): await withCheckedContinuation { continuation in call.begin { continuation.resume(returning: $0) } }
-        case .pending(let pending): await pending.finish()
+        case .answered(let answer): reply(answer)
+        case .deferred(let call): call.begin(reply)
+        case .batch(let batch): batch.answer(reply)
         }
     }
 
-    /// Parses a body and answers it at once when no method needs to
-    /// suspend: a body that is not JSON or not a request, an unknown method,
-    /// or a single call whose ``ImmediateMethod`` answers. A single call
-    /// whose immediate method answers later is returned as a
-    /// ``DeferredCall``. Anything else (batches, calls of methods without an
-    /// immediate form) is returned to be finished in a task, with its parse
-    /// kept. The answer is the same every way; the immediate and deferred
-    /// ones cost no task and no trip through the executor unless the method
-    /// itself needs one.
+    /// Reads a body and answers what it can without waiting: a body that
+    /// is not JSON or not a request, an unknown method, or a single call
+    /// whose method answers now. A single call whose method answers later
+    /// is returned as a ``DeferredCall``; a batch, counted (one over
+    /// ``maxBatchSize`` is refused here) but not run, as a
+    /// ``PendingBatch``, so that the transport can make it wait for a turn.
     public func start(body: [UInt8], context: Context) -> Start {
-        if !fastMethods.isEmpty, let fast = startFast(body: body, context: context) { return fast }
+        if hasFastMethods, let fast = startFast(body: body, context: context) { return fast }
         // A batch is counted with a scan, not parsed: too many elements are
         // refused now, before any wait; the rest waits as its bytes.
         if let elements = Self.batchElementCount(body, limits: limits), elements > 0 {
             guard elements <= maxBatchSize else {
                 return .answered(refuse(.invalidRequest("batch of \(elements) requests exceeds the limit of \(maxBatchSize)"), context: context))
             }
-            return .pending(PendingBody(server: self, body: .batch(bytes: body, elements: elements), context: context))
+            return .batch(PendingBatch(server: self, body: .bytes(body, elements: elements), context: context))
         }
         let document: JSONValue
         do {
@@ -199,8 +181,13 @@ public struct JSONRPCServer<Context: Sendable>: Sendable {
         } catch {
             return .answered(refuse(.parseError(error.message), context: context))
         }
-        guard case .object = document else {
-            if case .array = document { return .pending(PendingBody(server: self, body: .parsed(document), context: context)) }
+        switch document {
+        case .object:
+            break
+        case .array(let elements):
+            if let refusal = refusal(ofBatchOf: elements.count) { return .answered(refuse(refusal, context: context)) }
+            return .batch(PendingBatch(server: self, body: .parsed(elements), context: context))
+        case .null, .bool, .number, .string, .encoded:
             return .answered(refuse(.invalidRequest("expected a request object or a batch array"), context: context))
         }
         let request: JSONRPCRequest
@@ -211,23 +198,15 @@ public struct JSONRPCServer<Context: Sendable>: Sendable {
         case .success(let decoded):
             request = decoded
         }
-        let outcome: Result<JSONValue, JSONRPCError>
         let started = ContinuousClock.now
-        if !hasMethod(request.method) {
-            outcome = .failure(.methodNotFound(request.method))
-        } else if let immediate = immediateMethods[request.method], let answer = immediate(request, context) {
-            switch answer {
-            case .answer(let now):
-                outcome = now
-            case .later(let answerLater):
-                return .deferred(DeferredCall(server: self, request: request, context: context, started: started, answerLater: answerLater))
-            }
-        } else {
-            return .pending(PendingBody(server: self, body: .parsed(document), context: context))
+        switch run(request, context: context) {
+        case .answer(let outcome):
+            observe(method: request.method, outcome: outcome, duration: ContinuousClock.now - started, isNotification: request.isNotification, id: request.id, context: context)
+            guard let id = request.id else { return .answered(.noContent) }
+            return .answered(reply(JSONRPCResponse(id: id, outcome: outcome)))
+        case .later(let answerLater):
+            return .deferred(DeferredCall(server: self, request: request, context: context, started: started, answerLater: answerLater))
         }
-        observe(method: request.method, outcome: outcome, duration: ContinuousClock.now - started, isNotification: request.isNotification, id: request.id, context: context)
-        guard let id = request.id else { return .answered(.noContent) }
-        return .answered(reply(JSONRPCResponse(id: id, outcome: outcome)))
     }
 
     /// The number of elements of a body that is one JSON array and nothing
@@ -254,14 +233,14 @@ public struct JSONRPCServer<Context: Sendable>: Sendable {
         }
     }
 
-    /// The usual single call of a method with a ``FastMethod``, read from
+    /// The usual single call of a method with a pre-parse form, read from
     /// the body's bytes with no tree (``JSONRPCEnvelope``); `nil` when the
     /// body is anything else or the method gives up. The answer, the reply
     /// and the observer's record are those of the tree's way.
     private func startFast(body: [UInt8], context: Context) -> Start? {
         body.withUnsafeBufferPointer { input -> Start? in
             guard let envelope = JSONRPCEnvelope.scan(input, limits: limits),
-                  let fast = fastMethods[envelope.method], hasMethod(envelope.method) else { return nil }
+                  let fast = methods[envelope.method]?.fast else { return nil }
             let started = ContinuousClock.now
             guard let answer = fast(UnsafeBufferPointer(rebasing: input[envelope.params]), context) else { return nil }
             let request = JSONRPCRequest(id: envelope.id, method: envelope.method)
@@ -275,46 +254,81 @@ public struct JSONRPCServer<Context: Sendable>: Sendable {
         }
     }
 
-    /// The reply to a parsed body.
-    private func handle(document: JSONValue, context: Context) async -> JSONRPCReply {
-        switch document {
-        case .object:
-            guard let response = await respond(to: document, context: context) else {
-                return .noContent
+    /// Why a batch of `count` elements is refused as a whole, if it is.
+    private func refusal(ofBatchOf count: Int) -> JSONRPCError? {
+        if count == 0 { return .invalidRequest("the batch is empty") }
+        if count > maxBatchSize { return .invalidRequest("batch of \(count) requests exceeds the limit of \(maxBatchSize)") }
+        return nil
+    }
+
+    /// Answers a batch: invalid elements and methods that answer now at
+    /// once, in batch order; then the methods that answer later are let go
+    /// on, all of them, and the reply is made when the last has called
+    /// back. Notifications are left out of it.
+    fileprivate func answer(batch elements: [JSONValue], context: Context, _ reply: @escaping @Sendable (JSONRPCReply) -> Void) {
+        if let refusal = refusal(ofBatchOf: elements.count) {
+            reply(refuse(refusal, context: context))
+            return
+        }
+        var slots = [JSONRPCResponse?](repeating: nil, count: elements.count)
+        var later: [(index: Int, request: JSONRPCRequest, context: Context, started: ContinuousClock.Instant, answer: JSONRPCMethodOutcome.Later)] = []
+        for (index, element) in elements.enumerated() {
+            // Each element is a call of its own (its own span, in the
+            // gateway's context).
+            let context = elementContext?(context) ?? context
+            switch Self.decode(element) {
+            case .failure(let failed):
+                observe(method: nil, outcome: .failure(failed.error), duration: .zero, isNotification: false, id: failed.id, context: context)
+                slots[index] = JSONRPCResponse(id: failed.id ?? .null, outcome: .failure(failed.error))
+            case .success(let request):
+                let started = ContinuousClock.now
+                switch run(request, context: context) {
+                case .answer(let outcome):
+                    slots[index] = finished(request, outcome, started: started, context: context)
+                case .later(let answerLater):
+                    later.append((index, request, context, started, answerLater))
+                }
             }
-            return reply(response)
-        case .array(let elements):
-            guard !elements.isEmpty else {
-                return refuse(.invalidRequest("the batch is empty"), context: context)
-            }
-            guard elements.count <= maxBatchSize else {
-                let error = JSONRPCError.invalidRequest(
-                    "batch of \(elements.count) requests exceeds the limit of \(maxBatchSize)"
-                )
-                return refuse(error, context: context)
-            }
-            let responses = await respond(toBatch: elements, context: context)
+        }
+        let server = self
+        let made: @Sendable ([JSONRPCResponse]) -> Void = { responses in
             guard !responses.isEmpty else {
-                return .noContent
+                reply(.noContent)
+                return
             }
-            return bounded(Self.serialized(batch: responses), id: .null)
-        case .null, .bool, .number, .string, .encoded:
-            return refuse(.invalidRequest("expected a request object or a batch array"), context: context)
+            reply(server.bounded(Self.serialized(batch: responses), id: .null))
+        }
+        guard !later.isEmpty else {
+            made(slots.compactMap(\.self))
+            return
+        }
+        let answers = BatchAnswers(slots: slots, outstanding: later.count, whenAll: made)
+        for element in later {
+            element.answer { outcome in
+                answers.arrived(element.index, server.finished(element.request, outcome, started: element.started, context: element.context))
+            }
         }
     }
 
-    /// The response to one request object (a body or one batch element), or
-    /// `nil` for a notification.
+    /// The response to one request object (a body or one batch element),
+    /// `nil` for a notification: `response` is called once, at once when
+    /// the method answers now, else from its callback.
     ///
-    /// Exposed so that a transport or a test can drive single elements; the
-    /// method runs in the calling task.
-    public func respond(to element: JSONValue, context: Context) async -> JSONRPCResponse? {
+    /// Exposed so that a transport or a test can drive single elements.
+    public func respond(to element: JSONValue, context: Context, _ response: @escaping @Sendable (JSONRPCResponse?) -> Void) {
         switch Self.decode(element) {
         case .failure(let failed):
             observe(method: nil, outcome: .failure(failed.error), duration: .zero, isNotification: false, id: failed.id, context: context)
-            return JSONRPCResponse(id: failed.id ?? .null, outcome: .failure(failed.error))
+            response(JSONRPCResponse(id: failed.id ?? .null, outcome: .failure(failed.error)))
         case .success(let request):
-            return await call(request, context: context)
+            let started = ContinuousClock.now
+            switch run(request, context: context) {
+            case .answer(let outcome):
+                response(finished(request, outcome, started: started, context: context))
+            case .later(let answerLater):
+                let server = self
+                answerLater { outcome in response(server.finished(request, outcome, started: started, context: context)) }
+            }
         }
     }
 
@@ -365,31 +379,10 @@ public struct JSONRPCServer<Context: Sendable>: Sendable {
 
     // MARK: - Internals
 
-    /// Whether `name` is a method of this server, in either form.
-    private func hasMethod(_ name: String) -> Bool {
-        methods[name] != nil || immediateMethods[name] != nil
-    }
-
-    /// Runs a valid request; `nil` for a notification. A method with an
-    /// immediate form runs as that (its `later` answer awaited here, the
-    /// one continuation between callbacks and a task); others as their
-    /// ``Method``.
-    private func call(_ request: JSONRPCRequest, context: Context) async -> JSONRPCResponse? {
-        let started = ContinuousClock.now
-        let outcome: Result<JSONValue, JSONRPCError>
-        switch immediateMethods[request.method]?(request, context) {
-        case .answer(let now)?:
-            outcome = now
-        case .later(let answerLater)?:
-            outcome = await withCheckedContinuation { continuation in answerLater { continuation.resume(returning: $0) } }
-        case nil:
-            if let method = methods[request.method] {
-                outcome = await method(request, context)
-            } else {
-                outcome = .failure(.methodNotFound(request.method))
-            }
-        }
-        return finished(request, outcome, started: started, context: context)
+    /// Calls the method `request` names; an unknown one answers -32601.
+    private func run(_ request: JSONRPCRequest, context: Context) -> JSONRPCMethodOutcome {
+        guard let method = methods[request.method] else { return .answer(.failure(.methodNotFound(request.method))) }
+        return method.call(request, context)
     }
 
     /// Observes a call's outcome and makes its response (nil for a
@@ -398,49 +391,6 @@ public struct JSONRPCServer<Context: Sendable>: Sendable {
         observe(method: request.method, outcome: outcome, duration: ContinuousClock.now - started, isNotification: request.isNotification, id: request.id, context: context)
         guard let id = request.id else { return nil }
         return JSONRPCResponse(id: id, outcome: outcome)
-    }
-
-    /// Answers a batch: invalid elements at once, valid ones concurrently,
-    /// everything back in batch order without the notifications.
-    ///
-    /// Elements whose method has an immediate form run by callback, all
-    /// started at once, with no task each; the batch waits for their
-    /// answers in one continuation. Other methods run in a task group.
-    private func respond(toBatch elements: [JSONValue], context: Context) async -> [JSONRPCResponse] {
-        let answers = BatchAnswers(count: elements.count)
-        var tasked: [(Int, JSONRPCRequest, Context)] = []
-        for (index, element) in elements.enumerated() {
-            // Each element is a call of its own (its own span, in the
-            // gateway's context).
-            let context = elementContext?(context) ?? context
-            switch Self.decode(element) {
-            case .failure(let failed):
-                observe(method: nil, outcome: .failure(failed.error), duration: .zero, isNotification: false, id: failed.id, context: context)
-                answers.set(index, JSONRPCResponse(id: failed.id ?? .null, outcome: .failure(failed.error)))
-            case .success(let request):
-                let started = ContinuousClock.now
-                switch immediateMethods[request.method]?(request, context) {
-                case .answer(let now)?:
-                    answers.set(index, finished(request, now, started: started, context: context))
-                case .later(let answerLater)?:
-                    answers.expect()
-                    answerLater { [self] outcome in
-                        answers.arrived(index, finished(request, outcome, started: started, context: context))
-                    }
-                case nil:
-                    tasked.append((index, request, context))
-                }
-            }
-        }
-        if !tasked.isEmpty {
-            await withTaskGroup(of: (Int, JSONRPCResponse?).self) { group in
-                for (index, request, context) in tasked {
-                    group.addTask { (index, await call(request, context: context)) }
-                }
-                for await (index, response) in group { answers.set(index, response) }
-            }
-        }
-        return await answers.all()
     }
 
     /// One error object for the whole body, with id `null`.
@@ -482,66 +432,34 @@ public struct JSONRPCServer<Context: Sendable>: Sendable {
     }
 }
 
-/// What an immediate method (``JSONRPCServer/ImmediateMethod``) did.
-public enum JSONRPCImmediateOutcome: Sendable {
-    /// Begins the rest of the method; calls `answer` exactly once, from any
-    /// thread, possibly before returning.
-    public typealias Later = @Sendable (_ answer: @escaping @Sendable (Result<JSONValue, JSONRPCError>) -> Void) -> Void
-
-    /// The outcome, without waiting.
-    case answer(Result<JSONValue, JSONRPCError>)
-    /// The outcome comes later, by callback: for a call that waits on I/O
-    /// its own loop can finish (a Redis lookup) without a task.
-    case later(Later)
-}
-
-/// A batch's answers as they arrive, from callbacks on any thread, and the
-/// one wait for the last of them.
+/// The answers of a batch's elements that answer by callback, from any
+/// thread, and the one call made when the last of them has come.
 private final class BatchAnswers: Sendable {
     private struct State {
         var slots: [JSONRPCResponse?]
         /// Callbacks still to come.
-        var outstanding = 0
-        var waiter: CheckedContinuation<[JSONRPCResponse], Never>?
+        var outstanding: Int
+        var whenAll: (@Sendable ([JSONRPCResponse]) -> Void)?
     }
 
     private let state: Mutex<State>
 
-    init(count: Int) {
-        state = Mutex(State(slots: [JSONRPCResponse?](repeating: nil, count: count)))
+    /// `slots` holds the answers known already; `outstanding` more come
+    /// by ``arrived(_:_:)``, and the last calls `whenAll` with every answer
+    /// in batch order, notifications left out.
+    init(slots: [JSONRPCResponse?], outstanding: Int, whenAll: @escaping @Sendable ([JSONRPCResponse]) -> Void) {
+        state = Mutex(State(slots: slots, outstanding: outstanding, whenAll: whenAll))
     }
 
-    /// An answer known before the wait.
-    func set(_ index: Int, _ response: JSONRPCResponse?) {
-        state.withLock { $0.slots[index] = response }
-    }
-
-    /// One more answer will come by callback (``arrived(_:_:)``).
-    func expect() {
-        state.withLock { $0.outstanding += 1 }
-    }
-
-    /// An answer by callback; the last one ends the wait.
+    /// An answer by callback; the last one makes the batch's reply.
     func arrived(_ index: Int, _ response: JSONRPCResponse?) {
-        let done: (CheckedContinuation<[JSONRPCResponse], Never>, [JSONRPCResponse])? = state.withLock { state in
+        let done: (@Sendable ([JSONRPCResponse]) -> Void, [JSONRPCResponse])? = state.withLock { state in
             state.slots[index] = response
             state.outstanding -= 1
-            guard state.outstanding == 0, let waiter = state.waiter else { return nil }
-            state.waiter = nil
-            return (waiter, state.slots.compactMap(\.self))
+            guard state.outstanding == 0, let whenAll = state.whenAll else { return nil }
+            state.whenAll = nil
+            return (whenAll, state.slots.compactMap(\.self))
         }
-        if let (waiter, responses) = done { waiter.resume(returning: responses) }
-    }
-
-    /// Every answer in batch order, notifications left out, once all came.
-    func all() async -> [JSONRPCResponse] {
-        await withCheckedContinuation { continuation in
-            let ready: [JSONRPCResponse]? = state.withLock { state in
-                guard state.outstanding > 0 else { return state.slots.compactMap(\.self) }
-                state.waiter = continuation
-                return nil
-            }
-            if let ready { continuation.resume(returning: ready) }
-        }
+        if let (whenAll, responses) = done { whenAll(responses) }
     }
 }

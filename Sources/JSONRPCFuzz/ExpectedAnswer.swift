@@ -74,9 +74,9 @@ enum ExpectedResponse: Equatable {
         // Notifications run but are not answered, valid or not.
         guard idMember != nil else { return nil }
         switch FuzzEngine.Method(rawValue: method) {
-        case .echo?, .echoEncoded?:
+        case .echo?, .echoEncoded?, .echoLater?:
             self = .result(params ?? .null, id: id)
-        case .fail?:
+        case .fail?, .failLater?:
             self = .error(code: FuzzEngine.failCode, id: id, data: params)
         case nil:
             self = .error(code: -32601, id: id, data: nil)

@@ -3,15 +3,24 @@ import Synchronization
 
 /// ``JSONRPCServer`` over a trivial method table, driven synchronously
 /// from libFuzzer's thread, and checked against ``ExpectedAnswer``.
+///
+/// Methods answer in both of the engine's ways: at once, or later by
+/// callback (`echo.later`, `fail.later`: their callbacks are held and called
+/// once the engine has started the whole body, last first, so a batch's
+/// answers arrive out of its order).
 enum FuzzEngine {
     /// The methods the server knows; any other name is -32601.
     enum Method: String, CaseIterable {
-        /// Answers the params (or `null`) as a tree.
+        /// Answers the params (or `null`) as a tree, at once.
         case echo
-        /// Answers the params (or `null`) as encoded bytes.
+        /// Answers the params (or `null`) as encoded bytes, at once.
         case echoEncoded = "echo.encoded"
-        /// Answers ``FuzzEngine/failCode`` with the params as data.
+        /// Answers ``FuzzEngine/failCode`` with the params as data, at once.
         case fail
+        /// Answers as `echo`, later.
+        case echoLater = "echo.later"
+        /// Answers as `fail`, later.
+        case failLater = "fail.later"
     }
 
     /// The code `fail` answers, in the server range.
@@ -23,21 +32,36 @@ enum FuzzEngine {
     /// Records seen by the observer during the current input.
     private static let observed = Atomic<Int>(0)
 
+    /// The callbacks of the methods that answer later, for the current
+    /// input, in the order the methods were called.
+    private static let held = Mutex<[@Sendable () -> Void]>([])
+
+    /// An answer given later: held until ``answer(_:)`` calls it back.
+    private static func later(_ outcome: Result<JSONValue, JSONRPCError>) -> JSONRPCMethodOutcome {
+        .later { answer in held.withLock { $0.append { answer(outcome) } } }
+    }
+
+    private static func failure(_ request: JSONRPCRequest) -> Result<JSONValue, JSONRPCError> {
+        .failure(JSONRPCError(code: failCode, message: "failed", data: request.params?.jsonValue))
+    }
+
     private static let server = JSONRPCServer<Void>(
         maxBatchSize: maxBatchSize,
         methods: [
-            Method.echo.rawValue: { request, _ in .success(request.params?.jsonValue ?? .null) },
-            Method.echoEncoded.rawValue: { request, _ in .success(.encoded(EncodedJSON(request.params?.jsonValue ?? .null))) },
-            Method.fail.rawValue: { request, _ in
-                .failure(JSONRPCError(code: failCode, message: "failed", data: request.params?.jsonValue))
-            },
-        ],
-        // `echo` also has a fast form, so the envelope read from bytes meets
-        // every input too; it must answer what the tree's way answers.
-        fastMethods: [
-            Method.echo.rawValue: { params, _ in
-                (try? JSONParser.parse(Array(params))).map { .answer(.success($0)) }
-            },
+            // `echo` and `echo.later` also have a pre-parse form, so the
+            // envelope read from bytes meets every input too, answering now
+            // and later; it must answer what the tree's way answers.
+            Method.echo.rawValue: JSONRPCMethod(
+                { request, _ in .answer(.success(request.params?.jsonValue ?? .null)) },
+                fast: { params, _ in (try? JSONParser.parse(Array(params))).map { .answer(.success($0)) } }
+            ),
+            Method.echoEncoded.rawValue: .answering { request, _ in .success(.encoded(EncodedJSON(request.params?.jsonValue ?? .null))) },
+            Method.fail.rawValue: .answering { request, _ in failure(request) },
+            Method.echoLater.rawValue: JSONRPCMethod(
+                { request, _ in later(.success(request.params?.jsonValue ?? .null)) },
+                fast: { params, _ in (try? JSONParser.parse(Array(params))).map { later(.success($0)) } }
+            ),
+            Method.failLater.rawValue: JSONRPCMethod { request, _ in later(failure(request)) },
         ],
         observer: { _, _ in observed.add(1, ordering: .relaxed) }
     )
@@ -98,28 +122,27 @@ enum FuzzEngine {
         }
     }
 
-    /// Runs the server on `body` on this thread and returns its reply.
-    ///
-    /// The server's task and its batch's child tasks prefer ``executor``,
-    /// whose jobs run here: no thread hop per input (libFuzzer's speed)
-    /// and the same order of jobs every time (its reproducibility).
+    /// Runs the server on `body` on this thread and returns its reply:
+    /// the engine starts the body, then the held callbacks of the methods
+    /// that answer later are called, last first. The reply must come once,
+    /// and only after the last of them.
     private static func answer(_ body: [UInt8]) -> JSONRPCReply {
         let slot = ReplySlot()
-        Task(executorPreference: executor) {
-            let reply = await server.handle(body: body, context: ())
-            slot.reply.withLock { $0 = reply }
+        held.withLock { $0.removeAll() }
+        server.handle(body: body, context: ()) { reply in
+            slot.replies.withLock { $0.append(reply) }
         }
-        // The methods never wait for anything but their child tasks, so
-        // the jobs run out exactly when the reply is there.
-        executor.runUntilIdle()
-        guard let reply = slot.reply.withLock({ $0 }) else { fail("the server's jobs ran out without a reply") }
-        return reply
+        while let next = held.withLock({ $0.popLast() }) {
+            require(slot.replies.withLock { $0.isEmpty }, "the reply came before every method had answered")
+            next()
+        }
+        let replies = slot.replies.withLock { $0 }
+        require(replies.count == 1, "\(replies.count) replies to one body")
+        return replies[0]
     }
 
-    private static let executor = InlineExecutor()
-
-    /// Where the server task leaves its reply.
+    /// Where the server's callback leaves its reply.
     private final class ReplySlot: Sendable {
-        let reply = Mutex<JSONRPCReply?>(nil)
+        let replies = Mutex<[JSONRPCReply]>([])
     }
 }

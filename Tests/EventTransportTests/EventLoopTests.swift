@@ -118,3 +118,14 @@ final class EventLoopTests {
         #expect(other.execute {} == false)
     }
 }
+
+extension EventLoop {
+    /// Suspends the calling task for `duration` on a loop timer. The task
+    /// must run on this loop (`Task(executorPreference:)`).
+    func sleep(for duration: Duration) async {
+        preconditionInEventLoop()
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            _ = scheduleTimer(after: duration) { continuation.resume() }
+        }
+    }
+}

@@ -22,12 +22,14 @@ final class HeldToken: Sendable {
 /// - `/drop`: never answers (the responder is dropped);
 /// - `/deferred`: `first` from another thread, then `second` (ignored);
 /// - `/deferred-drop`: a deferred responder dropped unsent;
-/// - `/gated`: `gated`, from a task, once the test opens `gate`;
-/// - `/big`: from a task, after a suspension, an 8 MiB body;
+/// - `/gated`: `gated`, from a callback, once the test opens `gate`;
+/// - `/big`: from the loop's queue (after the handler returned), an 8 MiB
+///   body;
 /// - `/held`: a 32 MiB body (more than the socket buffers take) with a
 ///   ``HeldToken`` to keep until it is written;
-/// - `/until-cancelled`: a task that waits until it is cancelled (20 s at
-///   most), counts it (`cancellations`), then answers `cancelled`;
+/// - `/until-client-stops`: waits until its connection says the client
+///   stopped (``HTTPDeferredResponder/whenClientStops(_:)``), counts it
+///   (`clientStops`), then answers `client stopped`;
 ///
 /// - `/stall`: blocks its loop until the test opens `stall`, then answers
 ///   `stalled` (so that other clients' bytes arrive together);
@@ -37,7 +39,7 @@ final class ServerUnderTest: Sendable {
     let server: HTTPServer
     let port: Int
     let heldReleases = ReleaseCount()
-    let cancellations = ReleaseCount()
+    let clientStops = ReleaseCount()
     let gate = Gate()
     let stall = Gate()
     private let handledPaths = PathLog()
@@ -49,7 +51,7 @@ final class ServerUnderTest: Sendable {
         configure(&configuration)
         group = try EventLoopGroup(count: 1, namePrefix: "http-test")
         let heldReleases = self.heldReleases
-        let cancellations = self.cancellations
+        let clientStops = self.clientStops
         let handledPaths = self.handledPaths
         let gate = self.gate
         let stall = self.stall
@@ -70,26 +72,20 @@ final class ServerUnderTest: Sendable {
             case "/deferred-drop":
                 _ = responder.deferred()
             case "/gated":
-                responder.send {
-                    await gate.wait()
-                    return HTTPResponse(status: 200, body: Array("gated".utf8))
+                let answer = responder.deferred()
+                gate.whenOpen {
+                    answer.send(HTTPResponse(status: 200, body: Array("gated".utf8)))
                 }
             case "/big":
-                responder.send {
-                    await Task.yield()
-                    return HTTPResponse(status: 200, body: [UInt8](repeating: 0x61, count: 8 << 20))
+                let answer = responder.deferred()
+                _ = request.loop.execute {
+                    answer.send(HTTPResponse(status: 200, body: [UInt8](repeating: 0x61, count: 8 << 20)))
                 }
-            case "/until-cancelled":
-                let loop = request.loop
-                responder.send {
-                    let end = ContinuousClock.now + .seconds(20)
-                    while !Task.isCancelled && ContinuousClock.now < end {
-                        // Polls for the event (the task cancelled), 20 s at most: the sleep is only the poll's interval.
-                        await loop.sleep(for: .milliseconds(10))
-                    }
-                    guard Task.isCancelled else { return HTTPResponse(status: 200, body: Array("never cancelled".utf8)) }
-                    cancellations.value.add(1, ordering: .releasing)
-                    return HTTPResponse(status: 200, body: Array("cancelled".utf8))
+            case "/until-client-stops":
+                let answer = responder.deferred()
+                answer.whenClientStops {
+                    clientStops.value.add(1, ordering: .releasing)
+                    answer.send(HTTPResponse(status: 200, body: Array("client stopped".utf8)))
                 }
             case "/held":
                 responder.send(HTTPResponse(status: 200, body: [UInt8](repeating: 0x61, count: 32 << 20), heldUntilWritten: HeldToken(heldReleases)))
@@ -121,35 +117,34 @@ final class ServerUnderTest: Sendable {
     }
 }
 
-/// Held shut until the test opens it: answers wait on it (`wait`, a
-/// suspension) or hold their loop's thread (`block`), so a test orders
+/// Held shut until the test opens it: answers wait on it (`whenOpen`, a
+/// callback) or hold their loop's thread (`block`), so a test orders
 /// what it sends against them by events, not delays.
 final class Gate: Sendable {
     private struct State {
         var open = false
-        var waiters: [CheckedContinuation<Void, Never>] = []
+        var waiters: [@Sendable () -> Void] = []
     }
     private let state = Mutex(State())
     private let opened = DispatchSemaphore(value: 0)
 
     func open() {
-        let waiters = state.withLock { state -> [CheckedContinuation<Void, Never>] in
+        let waiters = state.withLock { state -> [@Sendable () -> Void] in
             state.open = true
             defer { state.waiters = [] }
             return state.waiters
         }
-        waiters.forEach { $0.resume() }
+        waiters.forEach { $0() }
         opened.signal()
     }
 
-    func wait() async {
-        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            let isOpen = state.withLock { state -> Bool in
-                if !state.open { state.waiters.append(continuation) }
-                return state.open
-            }
-            if isOpen { continuation.resume() }
+    /// Calls `callback` once the gate is open (at once when it is).
+    func whenOpen(_ callback: @escaping @Sendable () -> Void) {
+        let isOpen = state.withLock { state -> Bool in
+            if !state.open { state.waiters.append(callback) }
+            return state.open
         }
+        if isOpen { callback() }
     }
 
     /// Holds the calling thread until `open()`, 20 s at most.
@@ -405,8 +400,8 @@ func statusLine(of response: String) -> String {
         idle.send("GET /echo HTTP/1.1\r\nHost: a\r\n\r\n")
         #expect(idle.readResponses(1).count == 1)
         var busy: RawSocket? = try RawSocket(port: subject.port)
-        busy?.send("GET /until-cancelled HTTP/1.1\r\nHost: a\r\n\r\n")
-        #expect(await eventually { subject.handled.contains("/until-cancelled") })
+        busy?.send("GET /until-client-stops HTTP/1.1\r\nHost: a\r\n\r\n")
+        #expect(await eventually { subject.handled.contains("/until-client-stops") })
 
         // Idle beats dripping, though the dripping one is older.
         let fourth = try RawSocket(port: subject.port)
@@ -425,13 +420,13 @@ func statusLine(of response: String) -> String {
 
         #expect(subject.server.openConnections == 3)
         #expect(subject.server.rejectedConnections == 0)
-        #expect(subject.cancellations.current == 0)
+        #expect(subject.clientStops.current == 0)
         fifth.send("Host: a\r\n\r\n")
         #expect(fifth.readResponses(1).map(body(of:)) == ["GET /echo 0"])
         // The answer in progress ends with its client, before the server:
-        // nothing of its task is left running at exit.
+        // nothing of it is left waiting at exit.
         busy = nil
-        #expect(await eventually(within: 10) { subject.cancellations.current == 1 })
+        #expect(await eventually(within: 10) { subject.clientStops.current == 1 })
     }
 
     /// Answers held for clients that do not read them are bounded in total
@@ -624,36 +619,51 @@ func statusLine(of response: String) -> String {
         #expect(throws: RawSocketError.self) { try RawSocket(port: subject.port) }
     }
 
-    /// A task answering a request is cancelled when its client hangs up,
-    /// so work that waits (a batch's turn) can leave at once; the
-    /// connection closes.
-    @Test func aTaskAnsweringAClientThatHangsUpIsCancelled() async throws {
+    /// A handler answering a request is told when its client hangs up, so
+    /// work that waits (a batch's turn) can leave at once; the connection
+    /// closes.
+    @Test func aHandlerIsToldWhenItsClientHangsUp() async throws {
         let subject = try ServerUnderTest()
         defer { subject.stop() }
         var socket: RawSocket? = try RawSocket(port: subject.port)
-        socket?.send("GET /until-cancelled HTTP/1.1\r\nHost: a\r\n\r\n")
-        #expect(await eventually { subject.handled == ["/until-cancelled"] })
-        #expect(subject.cancellations.current == 0)
+        socket?.send("GET /until-client-stops HTTP/1.1\r\nHost: a\r\n\r\n")
+        #expect(await eventually { subject.handled == ["/until-client-stops"] })
+        #expect(subject.clientStops.current == 0)
         socket = nil
-        #expect(await eventually(within: 10) { subject.cancellations.current == 1 })
+        #expect(await eventually(within: 10) { subject.clientStops.current == 1 })
         #expect(await eventually(within: 10) { subject.server.openConnections == 0 })
     }
 
+    /// A connection the server closes before its request is answered (at
+    /// stop, here) tells the handler too, once, as it closes.
+    @Test func aHandlerIsToldWhenTheServerClosesItsConnection() async throws {
+        let subject = try ServerUnderTest()
+        let socket = try RawSocket(port: subject.port)
+        socket.send("GET /until-client-stops HTTP/1.1\r\nHost: a\r\n\r\n")
+        #expect(await eventually { subject.handled == ["/until-client-stops"] })
+        #expect(subject.clientStops.current == 0)
+        // Closes every connection on its loop, and returns after.
+        subject.server.stop()
+        #expect(subject.clientStops.current == 1)
+        subject.group.shutdown()
+        withExtendedLifetime(socket) {}
+    }
+
     /// TCP cannot tell a client that only shut its side from one that hung
-    /// up: the task is cancelled either way, and what it answers is still
+    /// up: the handler is told either way, and what it answers is still
     /// written to a client that reads.
-    @Test func aTaskAnsweringAClientThatHalfClosesIsCancelledAndItsAnswerStillSent() async throws {
+    @Test func aHandlerIsToldWhenItsClientHalfClosesAndItsAnswerIsStillSent() async throws {
         let subject = try ServerUnderTest()
         defer { subject.stop() }
         let socket = try RawSocket(port: subject.port, timeoutSeconds: 20)
-        socket.send("GET /until-cancelled HTTP/1.1\r\nHost: a\r\n\r\n")
-        #expect(await eventually { subject.handled == ["/until-cancelled"] })
+        socket.send("GET /until-client-stops HTTP/1.1\r\nHost: a\r\n\r\n")
+        #expect(await eventually { subject.handled == ["/until-client-stops"] })
         shutdown(socket.fd, Int32(SHUT_WR))
         let reading = socket.readToEnd()
-        #expect(body(of: reading.text) == "cancelled")
+        #expect(body(of: reading.text) == "client stopped")
         #expect(reading.text.contains("\r\nConnection: close\r\n"))
         #expect(reading.end == .closed)
-        #expect(subject.cancellations.current == 1)
+        #expect(subject.clientStops.current == 1)
     }
 
     /// An answer the client does not read within the write deadline (from

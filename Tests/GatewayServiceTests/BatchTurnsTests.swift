@@ -1,221 +1,384 @@
-@testable import GatewayMetrics
+import EventTransport
 @testable import GatewayService
-@testable import MemoryTier
-@testable import RedisTier
 import Synchronization
 import Testing
 
-/// ``BatchTurns`` with real tasks and no clock: who gets a turn, in which
-/// order, and when a turn ends.
+/// ``BatchTurns`` on real loops, as the front drives it: who gets a turn,
+/// in which order and on which thread, when a turn ends, the deadline (a
+/// loop timer) and a batch leaving when its client hangs up. Nothing here
+/// sleeps: a test waits for the callback that ends a wait.
 @Suite("BatchTurns")
 struct BatchTurnsTests {
-    /// Holds turns in stored properties, whose lifetimes the compiler does
-    /// not shorten: a turn ends exactly when the test lets it go.
-    final class Held: @unchecked Sendable {
-        var turns: [String: BatchTurns.Turn] = [:]
-    }
-
-    /// The order in which waiting batches got their turn.
-    final class Order: Sendable {
-        private let names = Mutex<[String]>([])
-        func append(_ name: String) { names.withLock { $0.append(name) } }
-        var all: [String] { names.withLock { $0 } }
-    }
-
-    /// Until `turns` has `count` batches waiting (each waiter's task has
-    /// reached its wait); no clock, but a bound, so a broken gate fails
-    /// instead of hanging.
-    private func untilWaiting(_ turns: BatchTurns, _ count: Int) async throws {
-        for _ in 0..<1_000_000 where turns.waiting != count { await Task.yield() }
-        try #require(turns.waiting == count)
-    }
+    /// Two loops, so that a turn ended on one is handed to a batch of the
+    /// other. Never shut down: they serve every test of the process.
+    static let group = try! EventLoopGroup(count: 2, namePrefix: "turns-test")
+    static var first: EventLoop { group.loops[0] }
+    static var second: EventLoop { group.loops[1] }
 
     static let never = ContinuousClock.now + .seconds(3600)
 
-    /// A turn, however long it takes.
-    static func turn(_ turns: BatchTurns) async -> BatchTurns.Turn {
-        guard case .turn(let turn) = await turns.begin(until: never) else { preconditionFailure("no turn") }
-        return turn
+    /// One batch asking for a turn on `loop`: how its wait ended, when, on
+    /// which thread, and how many times it was told.
+    final class Batch: Sendable {
+        let loop: EventLoop
+        let deadline: ContinuousClock.Instant
+        /// Ends its turn as soon as it gets it (a batch answered at once).
+        private let endsAtOnce: Bool
+        private let state = Mutex(State())
+        private let waiter = Mutex<BatchTurns.Waiter?>(nil)
+
+        private struct State {
+            var wait: BatchTurns.Wait?
+            var told = 0
+            var toldAt: ContinuousClock.Instant?
+            var onItsLoop = true
+            var waiting: [CheckedContinuation<Void, Never>] = []
+        }
+
+        /// Asks on `loop` (and returns once `begin` has returned there).
+        init(_ turns: BatchTurns, on loop: EventLoop, until deadline: ContinuousClock.Instant = BatchTurnsTests.never, endsAtOnce: Bool = false) {
+            self.loop = loop
+            self.deadline = deadline
+            self.endsAtOnce = endsAtOnce
+            let queued = loop.submitAndWait { [self] in
+                let queued = turns.begin(on: loop, until: deadline) { [self] wait in told(wait) }
+                let toldInBegin = state.withLock { $0.told > 0 }
+                self.toldInBegin.store(toldInBegin, ordering: .relaxed)
+                return queued
+            }
+            waiter.withLock { $0 = queued }
+        }
+
+        /// Whether it was told before `begin` returned.
+        var wasToldInBegin: Bool { toldInBegin.load(ordering: .relaxed) }
+        private let toldInBegin = Atomic<Bool>(false)
+
+        private func told(_ wait: BatchTurns.Wait) {
+            let onLoop = loop.inEventLoop
+            if endsAtOnce, case .turn(let turn) = wait { turn.end() }
+            let waiting = state.withLock { state in
+                state.wait = wait
+                state.told += 1
+                state.toldAt = .now
+                state.onItsLoop = state.onItsLoop && onLoop
+                defer { state.waiting = [] }
+                return state.waiting
+            }
+            for continuation in waiting { continuation.resume() }
+        }
+
+        /// How its wait ended, if it has.
+        var now: BatchTurns.Wait? { state.withLock { $0.wait } }
+        /// Whether it waits in the queue (asked, and not told yet).
+        var isWaiting: Bool { now == nil }
+        var toldCount: Int { state.withLock { $0.told } }
+        var toldAt: ContinuousClock.Instant? { state.withLock { $0.toldAt } }
+        /// Whether every callback came on the batch's own loop.
+        var toldOnItsLoop: Bool { state.withLock { $0.onItsLoop } }
+        var hasTurn: Bool { if case .turn = now { true } else { false } }
+
+        /// How the wait ended, once it has: waits for the callback (with a
+        /// bound of 10 s on the loop's clock, so that a broken wait fails
+        /// instead of hanging).
+        func outcome() async throws -> BatchTurns.Wait {
+            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+                let told = state.withLock { state in
+                    if state.wait == nil { state.waiting.append(continuation) }
+                    return state.wait != nil
+                }
+                if told {
+                    continuation.resume()
+                    return
+                }
+                _ = loop.execute { [self] in
+                    _ = loop.scheduleTimer(after: .seconds(10)) { [self] in
+                        let stuck = state.withLock { state in
+                            defer { state.waiting = [] }
+                            return state.waiting
+                        }
+                        for continuation in stuck { continuation.resume() }
+                    }
+                }
+            }
+            return try #require(now, "the wait did not end")
+        }
+
+        /// Ends its turn, from the calling thread.
+        func endTurn() {
+            guard case .turn(let turn) = now else {
+                Issue.record("no turn to end")
+                return
+            }
+            turn.end()
+        }
+
+        /// Lets its turn go without ending it: it ends with its last
+        /// reference (a batch given up).
+        func dropTurn() {
+            state.withLock { $0.wait = nil }
+        }
+
+        /// Its client hangs up: the connection's callback, on its loop.
+        func leave() {
+            loop.submitAndWait { [self] in waiter.withLock { $0 }?.leave() }
+        }
     }
 
-    @Test func batchesPastTheConcurrencyWaitUntilATurnEndsThenGoInArrivalOrder() async throws {
-        let changes = Mutex<[Int]>([])
-        let turns = BatchTurns(concurrency: 2) { change in changes.withLock { $0.append(change) } }
-        let held = Held()
-        held.turns["a"] = await Self.turn(turns)
-        held.turns["b"] = await Self.turn(turns)
-        #expect(turns.waiting == 0)
-        let order = Order()
-        let third = Task {
-            let turn = await Self.turn(turns)
-            order.append("c")
-            return turn
-        }
-        try await untilWaiting(turns, 1)
-        let fourth = Task {
-            let turn = await Self.turn(turns)
-            order.append("d")
-            return turn
-        }
-        try await untilWaiting(turns, 2)
-        #expect(order.all.isEmpty)
-        #expect(changes.withLock { $0 } == [1, 1])
+    /// A gauge fed by `waitingChanged`.
+    final class Gauge: Sendable {
+        private let changes = Mutex<[Int]>([])
+        var all: [Int] { changes.withLock { $0 } }
+        func add(_ change: Int) { changes.withLock { $0.append(change) } }
+    }
 
-        held.turns["a"] = nil // the first batch's answer is written
-        held.turns["c"] = await third.value
-        #expect(order.all == ["c"])
+    @Test func batchesPastTheConcurrencyWaitUntilATurnEndsThenGoInArrivalOrderOnTheirOwnLoops() async throws {
+        let gauge = Gauge()
+        let turns = BatchTurns(concurrency: 2) { gauge.add($0) }
+        // A free turn is given before `begin` returns.
+        let a = Batch(turns, on: Self.first)
+        let b = Batch(turns, on: Self.second)
+        #expect(a.hasTurn && b.hasTurn)
+        #expect(turns.waiting == 0)
+        let c = Batch(turns, on: Self.second)
+        let d = Batch(turns, on: Self.first)
+        #expect(c.isWaiting && d.isWaiting)
+        #expect(turns.waiting == 2)
+        #expect(gauge.all == [1, 1])
+
+        // The first batch's answer is handed over, on the first loop: the
+        // turn goes to `c`, on the second.
+        Self.first.submitAndWait { a.endTurn() }
+        guard case .turn = try await c.outcome() else {
+            Issue.record("the first waiter did not get the turn")
+            return
+        }
+        #expect(c.toldOnItsLoop)
+        #expect(d.isWaiting)
         #expect(turns.waiting == 1)
 
-        held.turns["b"] = nil
-        held.turns["d"] = await fourth.value
-        #expect(order.all == ["c", "d"])
+        b.endTurn()
+        guard case .turn = try await d.outcome() else {
+            Issue.record("the second waiter did not get the turn")
+            return
+        }
+        #expect(d.toldOnItsLoop)
         #expect(turns.waiting == 0)
-        #expect(changes.withLock { $0 } == [1, 1, -1, -1])
+        #expect(gauge.all == [1, 1, -1, -1])
+        #expect([a, b, c, d].allSatisfy { $0.toldCount == 1 })
+        c.endTurn()
+        d.endTurn()
     }
 
     @Test func anEndedTurnWithNoOneWaitingIsFreeForTheNextBatch() async throws {
         let turns = BatchTurns(concurrency: 1)
-        let held = Held()
         for _ in 0..<3 {
-            held.turns["a"] = await Self.turn(turns)
-            #expect(turns.waiting == 0)
-            held.turns["a"] = nil
+            let batch = Batch(turns, on: Self.first)
+            #expect(batch.hasTurn)
+            batch.endTurn()
+            batch.endTurn() // a second end changes nothing
         }
-        held.turns["a"] = await Self.turn(turns)
-        let next = Task { await Self.turn(turns) }
-        try await untilWaiting(turns, 1)
-        held.turns["a"] = nil
-        held.turns["b"] = await next.value
+        let holder = Batch(turns, on: Self.first)
+        let next = Batch(turns, on: Self.second)
+        #expect(next.isWaiting)
+        // A turn let go without its end (the batch given up) ends too.
+        holder.dropTurn()
+        guard case .turn = try await next.outcome() else {
+            Issue.record("the waiter did not get the turn given up")
+            return
+        }
         #expect(turns.waiting == 0)
+        next.endTurn()
     }
 
     /// At most 4 × the concurrency wait; one more is told at once.
     @Test func theQueueHoldsFourTimesTheConcurrency() async throws {
         let turns = BatchTurns(concurrency: 1)
         #expect(turns.maxWaiting == 4)
-        let held = Held()
-        held.turns["a"] = await Self.turn(turns)
-        // Each waiter ends its turn as soon as it gets it (a task keeps the
-        // value it returns, so it returns none).
-        var waiters: [Task<Void, Never>] = []
-        for count in 1...4 {
-            waiters.append(Task { _ = await Self.turn(turns) })
-            try await untilWaiting(turns, count)
-        }
-        guard case .queueFull = await turns.begin(until: Self.never) else {
-            Issue.record("a fifth waiter was queued")
+        let holder = Batch(turns, on: Self.first)
+        let waiters = (0..<4).map { Batch(turns, on: $0 % 2 == 0 ? Self.first : Self.second, endsAtOnce: true) }
+        #expect(turns.waiting == 4)
+        let fifth = Batch(turns, on: Self.second)
+        guard case .queueFull = fifth.now else {
+            Issue.record("a fifth waiter was queued, or not told at once")
             return
         }
         #expect(turns.waiting == 4)
-        held.turns["a"] = nil
-        for waiter in waiters { await waiter.value }
-        #expect(turns.waiting == 0)
-    }
-
-    /// Many batches arriving at once on many threads: the queue's cap still
-    /// holds (a place is taken when the check passes, not later when the
-    /// waiter is queued), so exactly the cap waits and the rest are told
-    /// the queue is full.
-    @Test func theCapHoldsWhenBatchesArriveAtOnce() async throws {
-        let turns = BatchTurns(concurrency: 4)
-        let held = Held()
-        for name in ["a", "b", "c", "d"] { held.turns[name] = await Self.turn(turns) }
-        let outcomes = Order()
-        let arrivals = 400
-        var waiters: [Task<Void, Never>] = []
-        for _ in 0..<arrivals {
-            waiters.append(Task.detached {
-                switch await turns.begin(until: ContinuousClock.now + .seconds(3600)) {
-                case .queueFull: outcomes.append("full")
-                case .turn: outcomes.append("turn")
-                default: outcomes.append("other")
-                }
-            })
-        }
-        for _ in 0..<1_000_000 where outcomes.all.count < arrivals - turns.maxWaiting { await Task.yield() }
-        try await untilWaiting(turns, turns.maxWaiting)
-        #expect(outcomes.all.filter { $0 == "full" }.count == arrivals - turns.maxWaiting)
-        #expect(turns.waiting == turns.maxWaiting)
-        held.turns = [:]
-        for waiter in waiters { await waiter.value }
-        #expect(turns.waiting == 0)
-    }
-
-    /// A wait ends at its deadline with no turn; the gauge hears it leave,
-    /// and a later turn goes to whoever still waits.
-    @Test func aWaitEndsAtItsDeadline() async throws {
-        let changes = Mutex<[Int]>([])
-        let turns = BatchTurns(concurrency: 1) { change in changes.withLock { $0.append(change) } }
-        let held = Held()
-        held.turns["a"] = await Self.turn(turns)
-        guard case .deadlinePassed = await turns.begin(until: .now + .milliseconds(50)) else {
-            Issue.record("a wait past its deadline got a turn")
-            return
-        }
-        #expect(turns.waiting == 0)
-        #expect(changes.withLock { $0 }.reduce(0, +) == 0)
-        let next = Task { await Self.turn(turns) }
-        try await untilWaiting(turns, 1)
-        held.turns["a"] = nil
-        held.turns["b"] = await next.value
-        #expect(turns.waiting == 0)
-    }
-
-    /// A waiting batch whose task is cancelled (its client hung up) leaves
-    /// the queue at once: the gauge hears it leave, its place is free for
-    /// another, and the next turn goes to whoever still waits.
-    @Test func aCancelledWaitLeavesTheQueueAtOnce() async throws {
-        let changes = Mutex<[Int]>([])
-        let turns = BatchTurns(concurrency: 1) { change in changes.withLock { $0.append(change) } }
-        let held = Held()
-        held.turns["a"] = await Self.turn(turns)
-        var gone: [Task<BatchTurns.Wait, Never>] = []
-        for count in 1...4 {
-            gone.append(Task { await turns.begin(until: Self.never) })
-            try await untilWaiting(turns, count)
-        }
-        for task in gone { task.cancel() }
-        for task in gone {
-            guard case .cancelled = await task.value else {
-                Issue.record("a cancelled wait did not end as cancelled")
+        holder.endTurn()
+        for waiter in waiters {
+            guard case .turn = try await waiter.outcome() else {
+                Issue.record("a waiter got no turn")
                 return
             }
         }
         #expect(turns.waiting == 0)
-        #expect(changes.withLock { $0 } == [1, 1, 1, 1, -1, -1, -1, -1])
-        // Their places are free again, and the turn goes to a batch still waiting.
-        let next = Task { await Self.turn(turns) }
-        try await untilWaiting(turns, 1)
-        held.turns["a"] = nil
-        held.turns["b"] = await next.value
+        #expect(Batch(turns, on: Self.first, endsAtOnce: true).hasTurn)
+    }
+
+    /// Many batches arriving at once on two loops: the queue's cap still
+    /// holds, so exactly the cap waits and the rest are told the queue is
+    /// full.
+    @Test func theCapHoldsWhenBatchesArriveAtOnce() async throws {
+        let turns = BatchTurns(concurrency: 4)
+        let holders = (0..<4).map { _ in Batch(turns, on: Self.first) }
+        let arrivals = 400
+        let batches = Mutex<[Batch]>([])
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let left = Atomic<Int>(arrivals)
+            for index in 0..<arrivals {
+                let loop = index % 2 == 0 ? Self.first : Self.second
+                _ = loop.execute {
+                    let batch = Batch(turns, on: loop, endsAtOnce: true)
+                    batches.withLock { $0.append(batch) }
+                    if left.subtract(1, ordering: .acquiringAndReleasing).newValue == 0 { continuation.resume() }
+                }
+            }
+        }
+        let all = batches.withLock { $0 }
+        #expect(all.count == arrivals)
+        #expect(all.filter { if case .queueFull = $0.now { true } else { false } }.count == arrivals - turns.maxWaiting)
+        #expect(all.filter(\.isWaiting).count == turns.maxWaiting)
+        #expect(turns.waiting == turns.maxWaiting)
+        for holder in holders { holder.endTurn() }
+        for batch in all where batch.isWaiting || batch.hasTurn {
+            guard case .turn = try await batch.outcome() else {
+                Issue.record("a waiter got no turn")
+                return
+            }
+        }
         #expect(turns.waiting == 0)
     }
 
-    /// A task cancelled before it would wait takes no place in the queue;
-    /// one cancelled with a turn free takes it (its client may only have
-    /// shut its sending side, and it holds no place).
-    @Test func aCancelledTaskNeverJoinsTheQueueButTakesAFreeTurn() async throws {
-        let changes = Mutex<[Int]>([])
-        let turns = BatchTurns(concurrency: 1) { change in changes.withLock { $0.append(change) } }
-        let free = await Task {
-            withUnsafeCurrentTask { $0?.cancel() }
-            return await turns.begin(until: Self.never)
-        }.value
-        guard case .turn = free else {
-            Issue.record("a cancelled task did not take the free turn")
+    /// A wait ends at its deadline, by its loop's timer, not a moment early,
+    /// with no turn; the gauge hears it leave, and a later turn goes to
+    /// whoever still waits.
+    @Test func aWaitEndsAtItsDeadlineByItsLoopsTimer() async throws {
+        let gauge = Gauge()
+        let turns = BatchTurns(concurrency: 1) { gauge.add($0) }
+        let holder = Batch(turns, on: Self.first)
+        let late = Batch(turns, on: Self.second, until: .now + .milliseconds(30))
+        let patient = Batch(turns, on: Self.first)
+        #expect(late.isWaiting && patient.isWaiting)
+        guard case .deadlinePassed = try await late.outcome() else {
+            Issue.record("a wait past its deadline got a turn")
             return
         }
-        // `free` holds the one turn now.
-        let late = await Task {
-            withUnsafeCurrentTask { $0?.cancel() }
-            return await turns.begin(until: Self.never)
-        }.value
-        guard case .cancelled = late else {
-            Issue.record("a cancelled task waited")
+        #expect(late.toldOnItsLoop)
+        #expect(try #require(late.toldAt) >= late.deadline)
+        #expect(turns.waiting == 1)
+        #expect(gauge.all == [1, 1, -1])
+        holder.endTurn()
+        guard case .turn = try await patient.outcome() else {
+            Issue.record("the batch still waiting did not get the turn")
+            return
+        }
+        #expect(late.toldCount == 1)
+        #expect(turns.waiting == 0)
+        patient.endTurn()
+    }
+
+    /// A deadline that has passed already when the batch queues ends its
+    /// wait on the loop's next turn, not in `begin`.
+    @Test func aDeadlinePassedAlreadyEndsTheWaitOnTheNextTurn() async throws {
+        let turns = BatchTurns(concurrency: 1)
+        let holder = Batch(turns, on: Self.first)
+        let late = Batch(turns, on: Self.first, until: .now - .seconds(1))
+        #expect(!late.wasToldInBegin)
+        guard case .deadlinePassed = try await late.outcome() else {
+            Issue.record("a wait past its deadline got a turn")
             return
         }
         #expect(turns.waiting == 0)
-        #expect(changes.withLock { $0 }.isEmpty)
-        withExtendedLifetime(free) {}
+        holder.endTurn()
+        #expect(Batch(turns, on: Self.first, endsAtOnce: true).hasTurn)
+    }
+
+    /// A waiting batch whose client hangs up (its connection's callback)
+    /// leaves the queue at once: it is told so on its loop, the gauge
+    /// hears it leave, its place is free for another, and the next turn
+    /// goes to whoever still waits, never to it.
+    @Test func aBatchWhoseClientHangsUpLeavesTheQueueAtOnce() async throws {
+        let gauge = Gauge()
+        let turns = BatchTurns(concurrency: 1) { gauge.add($0) }
+        let holder = Batch(turns, on: Self.first)
+        let gone = (0..<4).map { Batch(turns, on: $0 % 2 == 0 ? Self.first : Self.second) }
+        #expect(turns.waiting == 4)
+        for batch in gone {
+            batch.leave()
+            // Told before the callback returns.
+            guard case .left = batch.now else {
+                Issue.record("a batch that left was not told so at once")
+                return
+            }
+        }
+        #expect(turns.waiting == 0)
+        #expect(gauge.all == [1, 1, 1, 1, -1, -1, -1, -1])
+        #expect(gone.allSatisfy { $0.toldOnItsLoop })
+        // Their places are free again, and the turn goes to a batch still waiting.
+        let next = (0..<4).map { _ in Batch(turns, on: Self.second) }
+        #expect(next.allSatisfy { $0.isWaiting })
+        holder.endTurn()
+        guard case .turn = try await next[0].outcome() else {
+            Issue.record("the batch still waiting did not get the turn")
+            return
+        }
+        #expect(gone.allSatisfy { $0.toldCount == 1 })
+        for batch in next[1...] { batch.leave() }
+        next[0].endTurn()
+        #expect(turns.waiting == 0)
+    }
+
+    /// A batch that leaves just as a turn is handed to it (the turn still
+    /// on its way to its loop) is told it left, once, and the turn goes on
+    /// at once: to the next waiter, or free.
+    @Test func aBatchThatLeavesAsItsTurnIsHandedOverPassesItOn() async throws {
+        let turns = BatchTurns(concurrency: 1)
+        let holder = Batch(turns, on: Self.first)
+        let leaving = Batch(turns, on: Self.first)
+        let next = Batch(turns, on: Self.second)
+        // In one callback of the leaving batch's loop: the turn is handed
+        // to it (through the loop's queue, after this callback), then its
+        // client hangs up.
+        Self.first.submitAndWait {
+            holder.endTurn()
+            leaving.leave()
+        }
+        guard case .turn = try await next.outcome() else {
+            Issue.record("the turn did not go on to the next waiter")
+            return
+        }
+        guard case .left = leaving.now else {
+            Issue.record("the batch that left was told otherwise")
+            return
+        }
+        #expect(leaving.toldCount == 1)
+        #expect(turns.waiting == 0)
+        next.endTurn()
+        #expect(Batch(turns, on: Self.first, endsAtOnce: true).hasTurn)
+    }
+
+    /// A free turn is taken at once, before any hang-up could be heard: a
+    /// client that only shut its side still gets its answer, and a batch
+    /// that does not wait holds no place. Leaving once told changes
+    /// nothing.
+    @Test func aFreeTurnIsTakenAtOnceAndLeavingAfterwardsChangesNothing() async throws {
+        let gauge = Gauge()
+        let turns = BatchTurns(concurrency: 1) { gauge.add($0) }
+        let batch = Batch(turns, on: Self.first)
+        #expect(batch.hasTurn)
+        batch.leave()
+        #expect(batch.hasTurn)
+        #expect(batch.toldCount == 1)
+        #expect(gauge.all.isEmpty)
+        let waiter = Batch(turns, on: Self.second)
+        batch.endTurn()
+        guard case .turn = try await waiter.outcome() else {
+            Issue.record("the waiter did not get the turn")
+            return
+        }
+        waiter.leave()
+        #expect(waiter.toldCount == 1)
+        #expect(waiter.hasTurn)
+        waiter.endTurn()
+        #expect(gauge.all == [1, -1])
     }
 }

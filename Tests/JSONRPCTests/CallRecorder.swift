@@ -1,8 +1,12 @@
+import Synchronization
+
 /// Names of the methods called, in call order.
-actor CallRecorder {
-    private(set) var calls: [String] = []
+final class CallRecorder: Sendable {
+    private let names = Mutex<[String]>([])
+
+    var calls: [String] { names.withLock { $0 } }
 
     func record(_ method: String) {
-        calls.append(method)
+        names.withLock { $0.append(method) }
     }
 }

@@ -112,8 +112,8 @@ struct EncodedJSONTests {
     static func server() -> JSONRPCServer<String> {
         let result = EncodedJSON(["products": [["productIdentifier": "a", "price": ["value": .number("0.00")]]], "note": "\u{2028}"])
         return JSONRPCServer(maxBatchSize: 10, methods: [
-            "encoded": { _, _ in .success(.encoded(result)) },
-            "tree": { _, _ in .success(["tree": true]) },
+            "encoded": .answering { _, _ in .success(.encoded(result)) },
+            "tree": .answering { _, _ in .success(["tree": true]) },
         ])
     }
 

@@ -15,22 +15,20 @@ struct FastMethodTests {
     /// fast form answers the same from the bytes, and gives up on params
     /// holding `"giveUp"`.
     static func server(fast: Bool, records: Records) -> JSONRPCServer<Int> {
-        let immediate: JSONRPCServer<Int>.ImmediateMethod = { request, _ in
+        let call: JSONRPCMethod<Int>.Call = { request, _ in
             switch request.params {
             case .object(let members)?: .answer(.success(.string(String(decoding: JSONValue.object(members).serialized(), as: UTF8.self))))
             default: .answer(.failure(.invalidParams("params must be an object")))
             }
         }
-        let fastForm: JSONRPCServer<Int>.FastMethod = { bytes, _ in
+        let fastForm: JSONRPCMethod<Int>.Fast = { bytes, _ in
             guard let value = try? JSONParser.parse(Array(bytes)), case .object(let members) = value,
                   members["giveUp"] == nil else { return nil }
             return .answer(.success(.string(String(decoding: JSONValue.object(members).serialized(), as: UTF8.self))))
         }
         return JSONRPCServer<Int>(
             maxBatchSize: 4,
-            methods: ["echo": { _, _ in .success(.null) }],
-            immediateMethods: ["echo": immediate],
-            fastMethods: fast ? ["echo": fastForm] : [:],
+            methods: ["echo": JSONRPCMethod(call, fast: fast ? fastForm : nil)],
             observer: { record, _ in records.lines.append("\(record.method ?? "-") \(record.isNotification) \(record.outcome)") }
         )
     }

@@ -19,7 +19,7 @@ import Testing
     func server(_ records: Records) -> JSONRPCServer<Void> {
         JSONRPCServer<Void>(
             maxBatchSize: 3,
-            methods: ["echo": { request, _ in .success(request.params?.jsonValue ?? .null) }],
+            methods: ["echo": .answering { request, _ in .success(request.params?.jsonValue ?? .null) }],
             observer: { record, _ in records.add(record) }
         )
     }

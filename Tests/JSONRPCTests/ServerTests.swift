@@ -1,8 +1,10 @@
 import JSONRPC
+import Synchronization
 import Testing
 
 /// Dispatch rules beyond the specification's examples: limits, notifications,
-/// bodies that are not requests, context, and batch concurrency.
+/// bodies that are not requests, context, and batch elements that answer
+/// later.
 @Suite("JSON-RPC server")
 struct ServerTests {
     let methods = SpecMethods()
@@ -10,7 +12,7 @@ struct ServerTests {
     @Test("params names that differ in bytes but are canonically equivalent reach the method as two members")
     func canonicallyEquivalentParamNames() async {
         let server = JSONRPCServer<String>(maxBatchSize: 1, methods: [
-            "echo": { request, _ in .success(request.params?.jsonValue ?? .null) },
+            "echo": .answering { request, _ in .success(request.params?.jsonValue ?? .null) },
         ])
         let params = #"{"\#u{E9}":1,"e\#u{301}":2}"#
         #expect(await server.replyText(to: #"{"jsonrpc":"2.0","method":"echo","params":\#(params),"id":1}"#, context: "")
@@ -24,7 +26,7 @@ struct ServerTests {
         #expect(await server.replyText(to: "[\(call),\(call),\(call)]", context: "")
             == #"{"jsonrpc":"2.0","error":{"code":-32600,"message":"Invalid request: batch of 3 requests exceeds the limit of 2"},"id":null}"#)
         // Nothing of a refused batch runs.
-        #expect(await methods.recorder.calls.isEmpty)
+        #expect(methods.recorder.calls.isEmpty)
 
         let result = #"{"jsonrpc":"2.0","result":["hello",5],"id":1}"#
         #expect(await server.replyText(to: "[\(call),\(call)]", context: "") == "[\(result),\(result)]")
@@ -33,7 +35,7 @@ struct ServerTests {
     @Test("an answer over the answer limit is one error object with the call's id (null for a batch) that gives the limit")
     func answerLimit() async {
         let server = JSONRPCServer<String>(maxBatchSize: 10, methods: [
-            "echo": { request, _ in .success(request.params?.jsonValue ?? .null) },
+            "echo": .answering { request, _ in .success(request.params?.jsonValue ?? .null) },
         ], maxAnswerBytes: 73)
         // {"jsonrpc":"2.0","result":["aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"],"id":7}: exactly 73 bytes.
         let fits = #"{"jsonrpc":"2.0","method":"echo","params":["\#(String(repeating: "a", count: 35))"],"id":7}"#
@@ -67,7 +69,7 @@ struct ServerTests {
     func invalidWithoutID() async {
         #expect(await methods.server().replyText(to: #"{"jsonrpc":"2.0","method":"sum","params":7}"#, context: "")
             == #"{"jsonrpc":"2.0","error":{"code":-32600,"message":"Invalid request: \"params\" must be an object or an array"},"id":null}"#)
-        #expect(await methods.recorder.calls.isEmpty)
+        #expect(methods.recorder.calls.isEmpty)
     }
 
     @Test("JSON that is neither an object nor an array", arguments: ["1", "null", "true", #""{}""#, " -0 "])
@@ -132,53 +134,85 @@ struct ServerTests {
     @Test("respond(to:) answers one element, nil for a notification")
     func respondToElement() async throws {
         let server = methods.server()
+        func respond(_ element: JSONValue) -> JSONRPCResponse?? {
+            let answer = Mutex<JSONRPCResponse??>(nil)
+            server.respond(to: element, context: "") { response in answer.withLock { $0 = .some(response) } }
+            return answer.withLock { $0 }
+        }
         let call = try JSONParser.parse(#"{"jsonrpc":"2.0","method":"sum","params":[2,3],"id":"s"}"#.utf8)
-        #expect(await server.respond(to: call, context: "") == JSONRPCResponse(id: .string("s"), outcome: .success(5)))
+        #expect(respond(call) == .some(JSONRPCResponse(id: .string("s"), outcome: .success(5))))
         let notification = try JSONParser.parse(#"{"jsonrpc":"2.0","method":"sum","params":[2,3]}"#.utf8)
-        #expect(await server.respond(to: notification, context: "") == nil)
-        #expect(await server.respond(to: 1, context: "")
-            == JSONRPCResponse(id: .null, outcome: .failure(.invalidRequest("expected a request object"))))
+        #expect(respond(notification) == .some(nil))
+        #expect(respond(1) == .some(JSONRPCResponse(id: .null, outcome: .failure(.invalidRequest("expected a request object")))))
     }
 
-    @Test("batch elements run concurrently: two methods that each wait for the other both finish", .timeLimit(.minutes(1)))
-    func concurrentElements() async {
-        // Run one after the other, the first would wait forever for the
-        // second; the time limit only turns that hang into a failure.
-        let leftArrived = Gate()
-        let rightArrived = Gate()
+    /// The callbacks of methods that answer later, held until the test
+    /// calls them back.
+    final class HeldAnswers: Sendable {
+        private let answers = Mutex<[String: @Sendable (Result<JSONValue, JSONRPCError>) -> Void]>([:])
+        func hold(_ name: String, _ answer: @escaping @Sendable (Result<JSONValue, JSONRPCError>) -> Void) {
+            answers.withLock { $0[name] = answer }
+        }
+        var names: Set<String> { answers.withLock { Set($0.keys) } }
+        /// When `other` is held too, answers both with their names.
+        func meet(_ name: String, _ other: String) {
+            guard names.contains(other) else { return }
+            answer(other, .success(.string(other)))
+            answer(name, .success(.string(name)))
+        }
+        /// Calls `name`'s answer back with `outcome`; false when none is held.
+        @discardableResult
+        func answer(_ name: String, _ outcome: Result<JSONValue, JSONRPCError>) -> Bool {
+            guard let answer = answers.withLock({ $0.removeValue(forKey: name) }) else { return false }
+            answer(outcome)
+            return true
+        }
+    }
+
+    @Test("batch elements are all started at once: two methods that each answer only once the other has started both answer")
+    func concurrentElements() {
+        // Started one after the other, each waiting for the one before to
+        // answer, the first would never answer and the batch never would.
+        let held = HeldAnswers()
         let server = JSONRPCServer<Void>(maxBatchSize: 10, methods: [
-            "left": { _, _ in
-                await leftArrived.open()
-                return await rightArrived.wait() ? .success("left") : .failure(.internalError("cancelled"))
+            "left": JSONRPCMethod { _, _ in
+                .later { answer in
+                    held.hold("left", answer)
+                    held.meet("left", "right")
+                }
             },
-            "right": { _, _ in
-                await rightArrived.open()
-                return await leftArrived.wait() ? .success("right") : .failure(.internalError("cancelled"))
+            "right": JSONRPCMethod { _, _ in
+                .later { answer in
+                    held.hold("right", answer)
+                    held.meet("right", "left")
+                }
             },
         ])
-        #expect(await server.replyText(to: #"[{"jsonrpc":"2.0","method":"left","id":1},{"jsonrpc":"2.0","method":"right","id":2}]"#, context: ())
-            == #"[{"jsonrpc":"2.0","result":"left","id":1},{"jsonrpc":"2.0","result":"right","id":2}]"#)
+        #expect(server.replyNow(to: #"[{"jsonrpc":"2.0","method":"left","id":1},{"jsonrpc":"2.0","method":"right","id":2}]"#, context: ())
+            == .json(Array(#"[{"jsonrpc":"2.0","result":"left","id":1},{"jsonrpc":"2.0","result":"right","id":2}]"#.utf8)))
     }
 
-    @Test("answers come back in batch order, not in completion order", .timeLimit(.minutes(1)))
-    func batchOrder() async {
-        // Each element finishes only after the one behind it has finished, so
-        // completion order is the reverse of batch order.
-        let gates = (0 ..< 4).map { _ in Gate() }
+    @Test("answers come back in batch order, not in the order the methods answer")
+    func batchOrder() {
+        let held = HeldAnswers()
         let server = JSONRPCServer<Void>(maxBatchSize: 10, methods: [
-            "step": { request, _ in
+            "step": JSONRPCMethod { request, _ in
                 guard let index = request.params.flatMap({ if case .array(let values) = $0 { values.first?.intValue } else { nil } }) else {
-                    return .failure(.invalidParams("step takes [index]"))
+                    return .answer(.failure(.invalidParams("step takes [index]")))
                 }
-                if index + 1 < gates.count, await !gates[index + 1].wait() {
-                    return .failure(.internalError("cancelled"))
-                }
-                await gates[index].open()
-                return .success(.integer(index))
+                return .later { answer in held.hold("\(index)", answer) }
             },
         ])
+        let replies = Mutex<[JSONRPCReply]>([])
         let body = "[" + (0 ..< 4).map { #"{"jsonrpc":"2.0","method":"step","params":[\#($0)],"id":"e\#($0)"}"# }.joined(separator: ",") + "]"
+        server.handle(body: Array(body.utf8), context: ()) { reply in replies.withLock { $0.append(reply) } }
+        #expect(held.names == ["0", "1", "2", "3"])
+        // The last element answers first; the reply waits for the first.
+        for index in (0 ..< 4).reversed() {
+            #expect(replies.withLock { $0 }.isEmpty)
+            held.answer("\(index)", .success(.integer(index)))
+        }
         let expected = "[" + (0 ..< 4).map { #"{"jsonrpc":"2.0","result":\#($0),"id":"e\#($0)"}"# }.joined(separator: ",") + "]"
-        #expect(await server.replyText(to: body, context: ()) == WireText(expected))
+        #expect(replies.withLock { $0 } == [.json(Array(expected.utf8))])
     }
 }

@@ -35,7 +35,7 @@ struct SpecExampleTests {
         #expect(await reply(#"{"jsonrpc": "2.0", "method": "foobar"}"#) == nil)
         #expect(await reply(#"{"jsonrpc": "2.0", "method": "notify_hello", "params": [7]}"#) == nil)
         // The method of a notification still runs; only its answer is dropped.
-        #expect(await methods.recorder.calls == ["notify_hello"])
+        #expect(methods.recorder.calls == ["notify_hello"])
     }
 
     @Test("rpc call of non-existent method")
@@ -67,7 +67,7 @@ struct SpecExampleTests {
         #expect(await reply(body)
             == #"{"jsonrpc":"2.0","error":{"code":-32700,"message":"Parse error: unexpected character ']' at byte 101, expected ':'"},"id":null}"#)
         // Nothing of a body that does not parse may run.
-        #expect(await methods.recorder.calls.isEmpty)
+        #expect(methods.recorder.calls.isEmpty)
     }
 
     @Test("rpc call with an empty Array")
@@ -109,7 +109,7 @@ struct SpecExampleTests {
         ]
         #expect(await reply(body) == WireText("[" + expected.joined(separator: ",") + "]"))
         // Elements run concurrently, so only the set of calls is fixed.
-        #expect(await methods.recorder.calls.sorted() == ["get_data", "notify_hello", "subtract", "sum"])
+        #expect(methods.recorder.calls.sorted() == ["get_data", "notify_hello", "subtract", "sum"])
     }
 
     @Test("rpc call Batch (all notifications)")
@@ -121,6 +121,6 @@ struct SpecExampleTests {
                 ]
             """
         #expect(await reply(body) == nil)
-        #expect(await methods.recorder.calls.sorted() == ["notify_hello", "notify_sum"])
+        #expect(methods.recorder.calls.sorted() == ["notify_hello", "notify_sum"])
     }
 }

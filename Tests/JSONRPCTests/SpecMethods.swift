@@ -13,11 +13,11 @@ struct SpecMethods {
         JSONRPCServer(maxBatchSize: maxBatchSize, methods: methods, limits: limits)
     }
 
-    var methods: [String: JSONRPCServer<String>.Method] {
+    var methods: [String: JSONRPCMethod<String>] {
         let recorder = recorder
         return [
-            "subtract": { request, _ in
-                await recorder.record("subtract")
+            "subtract": .answering { request, _ in
+                recorder.record("subtract")
                 switch request.params {
                 case .array(let values)? where values.count == 2:
                     guard let minuend = values[0].intValue, let subtrahend = values[1].intValue else {
@@ -33,28 +33,28 @@ struct SpecMethods {
                     return .failure(.invalidParams("subtract takes two integers"))
                 }
             },
-            "sum": { request, _ in
-                await recorder.record("sum")
+            "sum": .answering { request, _ in
+                recorder.record("sum")
                 return Self.sum(request.params)
             },
-            "notify_hello": { _, _ in
-                await recorder.record("notify_hello")
+            "notify_hello": .answering { _, _ in
+                recorder.record("notify_hello")
                 return .success("hello")
             },
-            "notify_sum": { request, _ in
-                await recorder.record("notify_sum")
+            "notify_sum": .answering { request, _ in
+                recorder.record("notify_sum")
                 return Self.sum(request.params)
             },
-            "get_data": { _, _ in
-                await recorder.record("get_data")
+            "get_data": .answering { _, _ in
+                recorder.record("get_data")
                 return .success(["hello", 5])
             },
-            "context": { _, context in
-                await recorder.record("context")
+            "context": .answering { _, context in
+                recorder.record("context")
                 return .success(.string(context))
             },
-            "fail": { _, _ in
-                await recorder.record("fail")
+            "fail": .answering { _, _ in
+                recorder.record("fail")
                 return .failure(.invalidParams("always", data: ["reason": "testing", "retryable": false]))
             },
         ]

@@ -140,9 +140,7 @@ public final class GatewayApplication: Service {
         self.upstream = UpstreamPool(service: service, client: client)
         let rpc = JSONRPCServer<RPCCallContext>(
             maxBatchSize: configuration.maxBatch,
-            methods: ["rpc.discover": OpenRPCDocument.discoverMethod()],
-            immediateMethods: Self.productsFetchMethods(service: service).immediate,
-            fastMethods: Self.productsFetchMethods(service: service).fast,
+            methods: ["products.fetch": Self.productsFetchMethod(service: service), "rpc.discover": OpenRPCDocument.discoverMethod()],
             maxAnswerBytes: configuration.maxAnswerBytes,
             observer: Self.callObserver(metrics: metrics, tracer: tracer),
             elementContext: { $0.forBatchElement() }
@@ -317,14 +315,13 @@ public final class GatewayApplication: Service {
         return quiet
     }
 
-    /// `products.fetch`, bound to the service: its one form, by callback
-    /// on the request's loop, from the parsed params and from their text.
-    public static func productsFetchMethods(service: ProductsFetchService) -> (
-        immediate: [String: JSONRPCServer<RPCCallContext>.ImmediateMethod], fast: [String: JSONRPCServer<RPCCallContext>.FastMethod]
-    ) {
-        (
-            ["products.fetch": { request, context in service.fetchImmediately(params: request.params, context: context) }],
-            ["products.fetch": { params, context in service.fetchImmediately(paramsJSON: params, context: context) }]
+    /// `products.fetch`, bound to the service: answered now (from memory,
+    /// or refused) or later by callback on the request's loop, from the
+    /// parsed params, and from their text with no tree for the usual call.
+    public static func productsFetchMethod(service: ProductsFetchService) -> JSONRPCMethod<RPCCallContext> {
+        JSONRPCMethod(
+            { request, context in service.fetchImmediately(params: request.params, context: context) },
+            fast: { params, context in service.fetchImmediately(paramsJSON: params, context: context) }
         )
     }
 

@@ -1,7 +1,4 @@
 import Logging
-import RedisTier
-import GatewayMetrics
-import MemoryTier
 import JSONRPC
 import ServiceDescription
 
@@ -29,14 +26,15 @@ enum OpenRPCDocument {
         return try OpenRPCDescription.document(fromOpenAPI: openAPI, methods: methods)
     }
 
-    /// The `rpc.discover` method for the JSON-RPC engine.
+    /// The `rpc.discover` method for the JSON-RPC engine: answered at once
+    /// (the document is made once, on the first call).
     ///
     /// It takes no params. Absent params, `[]` and `{}` all mean none
     /// (JSON-RPC has no other way for a client to say "no params" while
     /// still sending the member); anything else answers `-32602`, as any
     /// method answers params it does not take.
-    static func discoverMethod() -> JSONRPCServer<RPCCallContext>.Method {
-        { request, context in
+    static func discoverMethod() -> JSONRPCMethod<RPCCallContext> {
+        .answering { request, context in
             switch request.params {
             case nil, .object([:])?, .array([])?:
                 break

@@ -1,6 +1,4 @@
-import GatewayMetrics
-import MemoryTier
-import RedisTier
+import EventTransport
 import Synchronization
 
 /// Turns for batch requests (`GATEWAY_BATCH_CONCURRENCY`): at most that
@@ -22,23 +20,36 @@ import Synchronization
 ///
 /// Waiting is bounded as well: at most 4 × `GATEWAY_BATCH_CONCURRENCY`
 /// batches wait (one more is told the queue is full, `503`), each holding
-/// only its request's bytes, a wait ends at the batch's deadline (its
-/// calls then answer from memory, or `cancelled`, without a turn), and a
-/// batch whose task is cancelled (its connection closed) leaves the queue
-/// at once, freeing its place.
+/// only its request's bytes, a wait ends at the batch's deadline (a timer
+/// of its loop; its calls then answer from memory, or `cancelled`, without
+/// a turn), and a batch whose client hangs up (its connection tells it,
+/// ``Waiter/leave()``) leaves the queue at once, freeing its place.
+///
+/// Nothing here suspends or starts a task: a wait is a callback, called on
+/// the waiting batch's own loop. The queue is the process's, shared by
+/// every loop, under one lock; a turn that ends on one loop is handed to
+/// the next waiter on that waiter's loop (`execute`).
 final class BatchTurns: Sendable {
-    /// A batch's turn. It ends when its last reference goes (the batch's
-    /// answer handed over, or the batch given up), so no path can forget to
-    /// end it, nor end it twice.
+    /// A batch's turn. It ends at ``end()`` (its answer handed to its
+    /// connection) or when its last reference goes (the batch given up),
+    /// whichever comes first, so no path can forget to end it, nor end it
+    /// twice.
     final class Turn: Sendable {
         private let turns: BatchTurns
+        private let ended = Atomic<Bool>(false)
 
         fileprivate init(_ turns: BatchTurns) {
             self.turns = turns
         }
 
-        deinit {
+        /// Ends the turn now; later calls do nothing.
+        func end() {
+            guard !ended.exchange(true, ordering: .acquiringAndReleasing) else { return }
             turns.end()
+        }
+
+        deinit {
+            end()
         }
     }
 
@@ -49,24 +60,87 @@ final class BatchTurns: Sendable {
         case queueFull
         /// The deadline passed first.
         case deadlinePassed
-        /// The task was cancelled (the client hung up) while it waited, or
-        /// before it would have: it left the queue, and gets no turn.
-        case cancelled
-    }
-
-    /// How a wait's continuation is resumed.
-    private enum Resumed {
-        /// A turn was free after all: the batch never waited.
-        case turnAtOnce
-        /// A turn handed over by a batch that ended its own.
-        case turn
-        /// Left the queue (deadline or cancellation), or never joined it.
+        /// The client hung up (or shut its side) while the batch waited:
+        /// it left the queue, and gets no turn.
         case left
     }
 
-    private struct Waiter {
-        let ticket: UInt64
-        let continuation: CheckedContinuation<Resumed, Never>
+    /// One batch in the queue, bound to the loop that asked for its turn:
+    /// its deadline's timer, its hang-up and the turn handed to it all run
+    /// there, and its callback is called there once.
+    final class Waiter: Sendable {
+        fileprivate let ticket: UInt64
+        fileprivate let loop: EventLoop
+        private let turns: BatchTurns
+        private let deadline: ContinuousClock.Instant
+        /// Touched on `loop` only; held under a lock (never contended) so
+        /// that the waiter is `Sendable` with no unchecked promise.
+        private let state: Mutex<WaiterState>
+
+        fileprivate struct WaiterState {
+            /// Called once, with how the wait ended; nil once called.
+            var then: (@Sendable (Wait) -> Void)?
+            var timer: LoopTimer?
+        }
+
+        fileprivate init(ticket: UInt64, loop: EventLoop, turns: BatchTurns, deadline: ContinuousClock.Instant, then: @escaping @Sendable (Wait) -> Void) {
+            self.ticket = ticket
+            self.loop = loop
+            self.turns = turns
+            self.deadline = deadline
+            self.state = Mutex(WaiterState(then: then))
+        }
+
+        /// Arms the deadline's timer; once the waiter is queued, so it always
+        /// finds it (or finds it served, and does nothing).
+        fileprivate func armDeadline() {
+            state.withLock { $0.timer = loop.scheduleTimer(at: deadline) { [self] in deadlineReached() } }
+        }
+
+        /// The client hung up (or shut its side) while the batch waited: it
+        /// leaves the queue at once and is told ``Wait/left``. A turn handed
+        /// to it just before, still on its way to this loop, ends as soon as
+        /// it arrives. Nothing happens once the wait has ended. On the
+        /// waiter's loop.
+        func leave() {
+            loop.preconditionInEventLoop()
+            guard let then = finish() else { return }
+            turns.remove(self)
+            then(.left)
+        }
+
+        private func deadlineReached() {
+            // Not a moment early: the batch's calls must find their
+            // deadline passed, and start no fetch.
+            let now = ContinuousClock.now
+            guard now >= deadline else {
+                state.withLock { $0.timer = loop.scheduleTimer(after: deadline - now) { [self] in deadlineReached() } }
+                return
+            }
+            // Still queued: it leaves. Not queued: a turn was handed to it,
+            // and is on its way; it goes on with that turn.
+            guard turns.remove(self), let then = finish() else { return }
+            then(.deadlinePassed)
+        }
+
+        /// A turn handed over by a batch that ended its own; on this loop.
+        fileprivate func granted() {
+            let turn = Turn(turns)
+            // Left already: the turn goes on to the next waiter at once.
+            guard let then = finish() else { return }
+            then(.turn(turn))
+        }
+
+        /// Ends the wait: its callback, to be called once, and its timer
+        /// stopped; nil when it has ended already.
+        private func finish() -> (@Sendable (Wait) -> Void)? {
+            state.withLock { state in
+                state.timer?.cancel()
+                state.timer = nil
+                defer { state.then = nil }
+                return state.then
+            }
+        }
     }
 
     private struct State {
@@ -75,9 +149,6 @@ final class BatchTurns: Sendable {
         var waiting: [Waiter] = []
         var head = 0
         var nextTicket: UInt64 = 0
-        /// Batches that passed the cap and are about to queue: their
-        /// places are taken.
-        var joining = 0
 
         var waitingCount: Int { waiting.count - head }
     }
@@ -90,8 +161,9 @@ final class BatchTurns: Sendable {
     /// - Parameters:
     ///   - concurrency: Batches answered at once (at least 1).
     ///   - waitingChanged: Told +1 when a batch starts to wait, -1 when it
-    ///     gets its turn (the `gateway_batches_waiting` gauge); called under
-    ///     the lock, so the two never arrive out of order. It must be quick.
+    ///     gets its turn or leaves (the `gateway_batches_waiting` gauge);
+    ///     called under the lock, so the two never arrive out of order. It
+    ///     must be quick.
     init(concurrency: Int, waitingChanged: @escaping @Sendable (Int) -> Void = { _ in }) {
         precondition(concurrency >= 1, "a batch concurrency below 1 would never answer a batch")
         state = Mutex(State(free: concurrency))
@@ -102,113 +174,67 @@ final class BatchTurns: Sendable {
     /// Batches waiting for their turn now.
     var waiting: Int { state.withLock { $0.waitingCount } }
 
-    /// The caller's turn, at once when one is free, else when the batches
-    /// ahead have ended theirs, unless ``maxWaiting`` batches already wait
-    /// (``Wait/queueFull``, at once) or `deadline` comes first
-    /// (``Wait/deadlinePassed``), or the task is cancelled before its turn
-    /// comes (``Wait/cancelled``: it leaves the queue at once, or never
-    /// joins it). A free turn is taken even by a cancelled task: its client
-    /// may only have shut its sending side, and a batch that does not wait
-    /// holds no place. A turn given to a task that no longer wants it ends
-    /// as soon as it is dropped.
-    func begin(until deadline: ContinuousClock.Instant) async -> Wait {
-        enum Start { case now, full, wait(UInt64) }
+    /// Asks for a turn, on `loop`'s thread. `then` is told once how the
+    /// wait ended, on `loop`: with a turn at once (before this returns)
+    /// when one is free; ``Wait/queueFull`` at once when ``maxWaiting``
+    /// batches wait already; else the batch queues, and is told of its
+    /// turn when the batches ahead have ended theirs, or
+    /// ``Wait/deadlinePassed`` at `deadline` (a timer of `loop`), or
+    /// ``Wait/left`` when it leaves first (``Waiter/leave()``, its client
+    /// hung up).
+    ///
+    /// - Returns: The queued batch, to leave the queue with; nil when
+    ///   `then` has been told already.
+    func begin(on loop: EventLoop, until deadline: ContinuousClock.Instant, _ then: @escaping @Sendable (Wait) -> Void) -> Waiter? {
+        loop.preconditionInEventLoop()
+        enum Start { case now, full, queued(Waiter) }
         let start = state.withLock { state -> Start in
             if state.free > 0 {
                 state.free -= 1
                 return .now
             }
-            // The place is taken now, not when the waiter is queued below:
-            // batches of other loops check the cap in between.
-            guard state.waitingCount + state.joining < maxWaiting else { return .full }
-            state.joining += 1
+            guard state.waitingCount < maxWaiting else { return .full }
             state.nextTicket += 1
-            return .wait(state.nextTicket)
+            let waiter = Waiter(ticket: state.nextTicket, loop: loop, turns: self, deadline: deadline, then: then)
+            state.waiting.append(waiter)
+            waitingChanged(1)
+            return .queued(waiter)
         }
-        let ticket: UInt64
         switch start {
-        case .now: return .turn(Turn(self))
-        case .full: return .queueFull
-        case .wait(let number): ticket = number
-        }
-        let timeout = WaitTimeout()
-        let resumed = await withTaskCancellationHandler {
-            await withCheckedContinuation { (continuation: CheckedContinuation<Resumed, Never>) in
-                // Checked again under the lock: a turn may have ended
-                // meanwhile. Cancellation too: the task's flag is set before
-                // its handler runs, and the handler takes this lock, so a
-                // cancellation that comes before the waiter is queued is
-                // seen here, and one that comes after finds it queued.
-                enum Queued { case turn, cancelled, waiting }
-                let queued = state.withLock { state -> Queued in
-                    state.joining -= 1
-                    if state.free > 0 {
-                        state.free -= 1
-                        return .turn
-                    }
-                    if Task.isCancelled { return .cancelled }
-                    state.waiting.append(Waiter(ticket: ticket, continuation: continuation))
-                    waitingChanged(1)
-                    return .waiting
-                }
-                switch queued {
-                case .turn:
-                    continuation.resume(returning: .turnAtOnce)
-                    return
-                case .cancelled:
-                    continuation.resume(returning: .left)
-                    return
-                case .waiting:
-                    break
-                }
-                // Armed once the waiter is queued, so it always finds it (or
-                // finds it served, and does nothing).
-                timeout.start { [self] in
-                    // Not a moment early: the batch's calls must find their
-                    // deadline passed, and start no fetch.
-                    while ContinuousClock.now < deadline {
-                        try? await Task.sleep(until: deadline, clock: .continuous)
-                        guard !Task.isCancelled else { return }
-                    }
-                    cancelWait(ticket)
-                }
-            }
-        } onCancel: {
-            cancelWait(ticket)
-        }
-        timeout.cancel()
-        switch resumed {
-        case .turnAtOnce:
-            return .turn(Turn(self))
-        case .turn:
-            guard !Task.isCancelled else {
-                // Handed over just as the client left: it goes on at once.
-                end()
-                return .cancelled
-            }
-            return .turn(Turn(self))
-        case .left:
-            return Task.isCancelled ? .cancelled : .deadlinePassed
+        case .now:
+            then(.turn(Turn(self)))
+            return nil
+        case .full:
+            then(.queueFull)
+            return nil
+        case .queued(let waiter):
+            // A turn handed over meanwhile from another loop reaches this
+            // one through its queue, after this callback: the timer is
+            // armed before it can be stopped.
+            waiter.armDeadline()
+            return waiter
         }
     }
 
-    /// Ends the wait of `ticket`, if it still waits: it gets no turn.
-    private func cancelWait(_ ticket: UInt64) {
-        let waiter = state.withLock { state -> Waiter? in
-            guard let index = state.waiting[state.head...].firstIndex(where: { $0.ticket == ticket }) else { return nil }
-            let waiter = state.waiting.remove(at: index)
+    /// Takes `waiter` out of the queue; false when it was not in it (a
+    /// turn was handed to it).
+    @discardableResult
+    fileprivate func remove(_ waiter: Waiter) -> Bool {
+        state.withLock { state in
+            guard let index = state.waiting[state.head...].firstIndex(where: { $0.ticket == waiter.ticket }) else { return false }
+            state.waiting.remove(at: index)
             waitingChanged(-1)
             if state.head == state.waiting.count {
                 state.waiting.removeAll()
                 state.head = 0
             }
-            return waiter
+            return true
         }
-        waiter?.continuation.resume(returning: .left)
     }
 
-    /// A turn ended: handed straight to the first waiting batch, if any.
-    private func end() {
+    /// A turn ended: handed straight to the first waiting batch, if any,
+    /// on that batch's loop.
+    fileprivate func end() {
         let next = state.withLock { state -> Waiter? in
             guard state.head < state.waiting.count else {
                 state.free += 1
@@ -228,30 +254,13 @@ final class BatchTurns: Sendable {
             }
             return next
         }
-        next?.continuation.resume(returning: .turn)
-    }
-}
-
-/// The task that ends one wait at its deadline; cancelled when the wait
-/// ends first (it may be started after that: it then never runs).
-private final class WaitTimeout: Sendable {
-    private let state = Mutex<(task: Task<Void, Never>?, cancelled: Bool)>((nil, false))
-
-    func start(_ work: @escaping @Sendable () async -> Void) {
-        state.withLock { state in
-            guard !state.cancelled else { return }
-            // On the shared pool, not on the caller's event loop: a sleeping
-            // task is woken by the runtime's timer, which a loop executor
-            // does not serve.
-            state.task = Task(executorPreference: globalConcurrentExecutor, operation: work)
-        }
-    }
-
-    func cancel() {
-        state.withLock { state in
-            state.cancelled = true
-            state.task?.cancel()
-            state.task = nil
+        guard let next else { return }
+        // Always through the loop's queue, even from the loop itself: the
+        // batch that ended its turn is still in its own callback.
+        if !next.loop.execute({ next.granted() }) {
+            // Its loop has stopped for good: nobody can answer that batch,
+            // and the turn goes on.
+            end()
         }
     }
 }

@@ -1,6 +1,5 @@
 import GatewayMetrics
 import MemoryTier
-import RedisTier
 import EventTransport
 import JSONRPC
 import Logging
@@ -44,8 +43,9 @@ final class GatewayHTTPHandler: Sendable {
         self.writesAccessLines = logger.logLevel <= .info
     }
 
-    /// Called on a loop thread; never blocks it. `/rpc` work moves to a task
-    /// on the same loop, whose answer the responder carries back.
+    /// Called on a loop thread; never blocks it. An `/rpc` call that
+    /// cannot be answered at once is answered from a callback on the same
+    /// loop, which the responder carries back.
     func handle(_ request: HTTPServerRequest, responder: consuming HTTPResponder) {
         let requestID = RequestID.accept(request.headers["X-Request-Id"]) ?? RequestID.generate()
         // Room for what an answer adds (Content-Type, or Allow), so adding
@@ -118,11 +118,10 @@ final class GatewayHTTPHandler: Sendable {
         }
         let context = RPCCallContext(requestID: requestID, logs: callLogs, loop: request.loop, arrived: request.received, trace: trace)
         // A call served from memory (or refused) is answered right here, on
-        // the loop, with no task; one that misses memory is answered from
-        // the callback that completes it (a Redis reply, a fetch's end, its
-        // deadline), on the same loop. Only a batch runs in a task on the
-        // loop: it may wait for its turn. The responder carries each answer
-        // back.
+        // the loop; one that misses memory is answered from the callback
+        // that completes it (a Redis reply, a fetch's end, its deadline), on
+        // the same loop. A batch first waits for its turn, by callback too.
+        // No task runs; the responder carries each answer back.
         switch rpc.start(body: request.body, context: context) {
         case .answered(let reply):
             // Handed over, not copied: adding Content-Type then needs no
@@ -135,47 +134,63 @@ final class GatewayHTTPHandler: Sendable {
                 answer.send(Self.response(reply, headers: headers, note: note))
                 calls.leave()
             }
-        case .pending(let pending):
+        case .batch(let batch):
             calls.enter()
-            let deadline = context.arrived + requestTimeout
-            responder.send { [self, headers] in
-                defer { calls.leave() }
-                // A batch is answered in its turn, and keeps it until its
-                // answer is made (GATEWAY_BATCH_CONCURRENCY, BatchTurns).
-                // It waits as its bytes (parsed when the turn comes), in a
-                // queue of at most 4 x GATEWAY_BATCH_CONCURRENCY, until its
-                // calls' deadline at most: then it is answered without a
-                // turn, each call from memory or `cancelled`. One whose
-                // client hangs up leaves the queue at once (the task is
-                // cancelled).
-                var turn: BatchTurns.Turn?
-                if pending.isBatch {
-                    switch await batchTurns.begin(until: deadline) {
-                    case .turn(let granted):
-                        turn = granted
-                    case .queueFull:
-                        var busy = headers
-                        busy.add("Retry-After", "1")
-                        return Self.problem(503, "\(batchTurns.maxWaiting) batches are already waiting for their turn (4 x GATEWAY_BATCH_CONCURRENCY); retry in a second", headers: busy, note: note)
-                    case .deadlinePassed:
-                        turn = nil
-                    case .cancelled:
-                        // The client stopped sending while the batch waited
-                        // (it hung up, or shut its side): the batch left the
-                        // queue unanswered. A client still reading is told
-                        // so, as a full queue tells it.
-                        var gone = headers
-                        gone.add("Retry-After", "1")
-                        return Self.problem(503, "the connection was closed while the batch waited for its turn; it left the queue unanswered", headers: gone, note: note)
-                    }
-                }
-                // The turn ends with this closure, as the answer is handed
-                // to the connection: what waits for a slow reader is bounded
-                // by the front's total of unwritten answers, not by turns.
-                defer { withExtendedLifetime(turn) {} }
-                return Self.response(await pending.finish(), headers: headers, note: note)
-            }
+            answerInTurn(batch, loop: request.loop, deadline: context.arrived + requestTimeout, answer: responder.deferred(), headers: headers, note: note)
         }
+    }
+
+    /// A batch is answered in its turn, and keeps it until its answer is
+    /// made (GATEWAY_BATCH_CONCURRENCY, ``BatchTurns``). It waits as its
+    /// bytes (parsed when the turn comes), in a queue of at most
+    /// 4 x GATEWAY_BATCH_CONCURRENCY, until its calls' deadline at most (a
+    /// timer of its loop): then it is answered without a turn, each call
+    /// from memory or `cancelled`. One whose client hangs up leaves the
+    /// queue at once (its connection calls back).
+    private func answerInTurn(_ batch: JSONRPCServer<RPCCallContext>.PendingBatch, loop: EventLoop, deadline: ContinuousClock.Instant, answer: HTTPDeferredResponder, headers: HTTPHeaders, note: AccessNote?) {
+        let waiter = batchTurns.begin(on: loop, until: deadline) { [calls, batchTurns] wait in
+            let turn: BatchTurns.Turn?
+            switch wait {
+            case .turn(let granted):
+                turn = granted
+            case .deadlinePassed:
+                turn = nil
+            case .queueFull:
+                var busy = headers
+                busy.add("Retry-After", "1")
+                answer.send(Self.problem(503, "\(batchTurns.maxWaiting) batches are already waiting for their turn (4 x GATEWAY_BATCH_CONCURRENCY); retry in a second", headers: busy, note: note))
+                calls.leave()
+                return
+            case .left:
+                // The client stopped sending while the batch waited (it
+                // hung up, or shut its side): the batch left the queue
+                // unanswered. A client still reading is told so, as a full
+                // queue tells it.
+                var gone = headers
+                gone.add("Retry-After", "1")
+                answer.send(Self.problem(503, "the connection was closed while the batch waited for its turn; it left the queue unanswered", headers: gone, note: note))
+                calls.leave()
+                return
+            }
+            let answerBatch: @Sendable () -> Void = {
+                batch.answer { reply in
+                    answer.send(Self.response(reply, headers: headers, note: note))
+                    // The turn ends as the answer is handed to the
+                    // connection: what waits for a slow reader is bounded by
+                    // the front's total of unwritten answers, not by turns.
+                    turn?.end()
+                    calls.leave()
+                }
+            }
+            // From the loop's queue, not from the callback that read the
+            // request: a batch's work (up to GATEWAY_MAX_BATCH calls and
+            // their answer) takes turns with the sockets under the loop's
+            // drain budget, so a flood of batches delays the single calls
+            // read beside it by a drain, not by every batch.
+            if !loop.execute(answerBatch) { answerBatch() }
+        }
+        guard let waiter else { return }
+        answer.whenClientStops { waiter.leave() }
     }
 
     /// `traceparent` and `tracestate`, in one pass over the fields (every

@@ -47,8 +47,7 @@ public func makeServer(source: some ProductSource) -> JSONRPCServer<RPCCallConte
         source: source,
         metrics: GatewayMetrics()
     )
-    let productsFetch = GatewayApplication.productsFetchMethods(service: service)
-    return JSONRPCServer<RPCCallContext>(maxBatchSize: 50, methods: [:], immediateMethods: productsFetch.immediate, fastMethods: productsFetch.fast)
+    return JSONRPCServer<RPCCallContext>(maxBatchSize: 50, methods: ["products.fetch": GatewayApplication.productsFetchMethod(service: service)])
 }
 
 /// The loop every benchmarked call runs on, as the HTTP front runs a
@@ -61,20 +60,13 @@ public let benchLoop: EventLoop = {
 
 /// One body through the engine as the HTTP front drives it, on
 /// ``benchLoop``: answered at once (a hit), or by the callback that
-/// completes it (a miss), or, for a batch, in a task on the loop. The hop
-/// onto the loop and back (one `execute` and one continuation) is part of
-/// every figure.
+/// completes it (a miss, or a batch, without its turn). The hop onto the
+/// loop and back (one `execute` and one continuation) is part of every
+/// figure.
 public func call(_ server: JSONRPCServer<RPCCallContext>, body: [UInt8]) async -> JSONRPCReply {
     await withCheckedContinuation { continuation in
         _ = benchLoop.execute {
-            switch server.start(body: body, context: requestContext) {
-            case .answered(let reply):
-                continuation.resume(returning: reply)
-            case .deferred(let deferred):
-                deferred.begin { continuation.resume(returning: $0) }
-            case .pending(let pending):
-                Task(executorPreference: benchLoop) { continuation.resume(returning: await pending.finish()) }
-            }
+            server.handle(body: body, context: requestContext) { continuation.resume(returning: $0) }
         }
     }
 }

@@ -2,10 +2,11 @@ import JSONRPC
 import Synchronization
 import Testing
 
-/// `start(body:context:)`: what is answered without a task, what is left
-/// to finish in one, and that both give the same reply and the same
-/// single observation.
-@Suite struct ImmediateStartTests {
+/// `start(body:context:)`: what is answered at once, what is answered
+/// later by callback, what is left as a batch to answer when its turn
+/// comes, and that each gives its reply and a single observation per
+/// request.
+@Suite struct StartTests {
     final class Observations: Sendable {
         let records = Mutex<[String]>([])
         func add(_ record: JSONRPCCallRecord) {
@@ -26,20 +27,16 @@ import Testing
         }
     }
 
-    /// `echo` answers at once when its param is `"now"`, by callback when it
-    /// is `"callback"` (held until the test answers), and otherwise only as
-    /// an async method.
+    /// `echo` answers at once when its param is `"now"`, and by callback
+    /// when it is `"callback"` (held until the test answers).
     static func server(_ observations: Observations, held: HeldAnswer = HeldAnswer()) -> JSONRPCServer<String> {
         JSONRPCServer<String>(
             maxBatchSize: 10,
-            methods: ["echo": { request, _ in .success(.string("later")) }],
-            immediateMethods: ["echo": { request, _ in
-                guard case .array(let values)? = request.params else { return nil }
-                switch values.first {
-                case .string("now"): return .answer(.success(.string("now")))
-                case .string("callback"): return .later { answer in held.answer.withLock { $0 = answer } }
-                default: return nil
+            methods: ["echo": JSONRPCMethod { request, _ in
+                guard case .array(let values)? = request.params, values.first == .string("callback") else {
+                    return .answer(.success(.string("now")))
                 }
+                return .later { answer in held.answer.withLock { $0 = answer } }
             }],
             observer: { record, _ in observations.add(record) }
         )
@@ -56,7 +53,7 @@ import Testing
         (#"{"jsonrpc":"1.0","method":"echo","id":3}"#, #"{"jsonrpc":"2.0","error":{"code":-32600,"message":"Invalid request: \"jsonrpc\" must be exactly \"2.0\""},"id":3}"#),
         ("{", nil),
     ])
-    func answeredWithoutATask(body: String, reply: String?) {
+    func answeredAtOnce(body: String, reply: String?) {
         let observations = Observations()
         guard case .answered(let answer) = Self.server(observations).start(body: Array(body.utf8), context: "") else {
             Issue.record("\(body) was not answered at once")
@@ -76,44 +73,54 @@ import Testing
         #expect(observations.count == 1)
     }
 
+    /// A batch is left to answer (after its turn): nothing runs, nothing is
+    /// observed, until ``JSONRPCServer/PendingBatch/answer(_:)``.
     @Test(arguments: [
-        (#"{"jsonrpc":"2.0","method":"echo","params":["wait"],"id":1}"#, #"{"jsonrpc":"2.0","result":"later","id":1}"#),
-        // A batch element runs as the method's immediate form when it has one.
         (#"[{"jsonrpc":"2.0","method":"echo","params":["now"],"id":1}]"#, #"[{"jsonrpc":"2.0","result":"now","id":1}]"#),
-        (#"[{"jsonrpc":"2.0","method":"echo","params":["wait"],"id":1}]"#, #"[{"jsonrpc":"2.0","result":"later","id":1}]"#),
+        (#"[{"jsonrpc":"2.0","method":"echo","params":["now"],"id":1},{"jsonrpc":"2.0","method":"nope","id":2}]"#, #"[{"jsonrpc":"2.0","result":"now","id":1},{"jsonrpc":"2.0","error":{"code":-32601,"message":"Method not found: nope"},"id":2}]"#),
     ])
-    func leftToATaskAndObservedOnce(body: String, reply: String) async {
+    func aBatchIsLeftToAnswerAndObservedOncePerElement(body: String, reply: String) {
         let observations = Observations()
-        guard case .pending(let pending) = Self.server(observations).start(body: Array(body.utf8), context: "") else {
+        guard case .batch(let batch) = Self.server(observations).start(body: Array(body.utf8), context: "") else {
             Issue.record("\(body) was answered at once")
             return
         }
-        #expect(observations.count == 0) // nothing counted for the immediate try
-        #expect(Self.text(await pending.finish()) == reply)
+        #expect(observations.count == 0)
+        let replies = Mutex<[String?]>([])
+        batch.answer { answer in replies.withLock { $0.append(Self.text(answer)) } }
+        #expect(replies.withLock { $0 } == [reply])
+        #expect(observations.count == batch.elementCount)
+    }
+
+    /// An empty batch, or one over the limit, is refused at once: it never
+    /// waits for a turn.
+    @Test(arguments: ["[]", " [ ] ", "[1,2,3,4,5,6,7,8,9,10,11]"])
+    func aBatchRefusedAsAWholeIsAnsweredAtOnce(body: String) {
+        let observations = Observations()
+        guard case .answered(.json) = Self.server(observations).start(body: Array(body.utf8), context: "") else {
+            Issue.record("\(body) was not refused at once")
+            return
+        }
         #expect(observations.count == 1)
     }
 
     /// A batch's elements answered by callback are gathered with the others,
     /// in batch order, once the last callback came.
-    @Test func aBatchWaitsForItsCallbackElementsAndKeepsItsOrder() async {
+    @Test func aBatchWaitsForItsCallbackElementsAndKeepsItsOrder() {
         let observations = Observations()
         let held = HeldAnswer()
-        let body = #"[{"jsonrpc":"2.0","method":"echo","params":["callback"],"id":"c"},{"jsonrpc":"2.0","method":"echo","params":["wait"],"id":"w"},{"jsonrpc":"2.0","method":"echo","params":["now"],"id":"n"}]"#
-        guard case .pending(let pending) = Self.server(observations, held: held).start(body: Array(body.utf8), context: "") else {
-            Issue.record("a batch must be left to a task")
+        let body = #"[{"jsonrpc":"2.0","method":"echo","params":["callback"],"id":"c"},{"jsonrpc":"2.0","method":"echo","params":["now"],"id":"n"}]"#
+        guard case .batch(let batch) = Self.server(observations, held: held).start(body: Array(body.utf8), context: "") else {
+            Issue.record("a batch must be left to answer")
             return
         }
-        let finished = Task { Self.text(await pending.finish()) }
-        let deadline = ContinuousClock.now + .seconds(20)
-        // Polls for the event (the method handed over its callback), 20 s at most: the sleep is only the poll's interval.
-        while held.answer.withLock({ $0 == nil }), ContinuousClock.now < deadline { try? await Task.sleep(for: .milliseconds(5)) }
-        guard held.answer.withLock({ $0 != nil }) else {
-            Issue.record("the callback element never handed over its callback")
-            return
-        }
+        let replies = Mutex<[String?]>([])
+        batch.answer { answer in replies.withLock { $0.append(Self.text(answer)) } }
+        #expect(replies.withLock { $0 }.isEmpty)
+        #expect(observations.count == 1) // the element that answered now
         held.answer(.success(.string("called back")))
-        #expect(await finished.value == #"[{"jsonrpc":"2.0","result":"called back","id":"c"},{"jsonrpc":"2.0","result":"later","id":"w"},{"jsonrpc":"2.0","result":"now","id":"n"}]"#)
-        #expect(observations.count == 3)
+        #expect(replies.withLock { $0 } == [#"[{"jsonrpc":"2.0","result":"called back","id":"c"},{"jsonrpc":"2.0","result":"now","id":"n"}]"#])
+        #expect(observations.count == 2)
     }
 
     @Test func aDeferredCallIsAnsweredWhenItsMethodCallsBackAndObservedOnce() {
@@ -151,12 +158,15 @@ import Testing
         #expect(observations.count == 1)
     }
 
-    @Test func handleWaitsForADeferredAnswer() async {
+    @Test func handleAnswersADeferredCallWhenItsMethodCallsBack() {
         let held = HeldAnswer()
         let server = Self.server(Observations(), held: held)
-        async let reply = server.handle(body: Array(#"{"jsonrpc":"2.0","method":"echo","params":["callback"],"id":7}"#.utf8), context: "")
-        while held.answer.withLock({ $0 == nil }) { await Task.yield() }
+        let replies = Mutex<[String?]>([])
+        server.handle(body: Array(#"{"jsonrpc":"2.0","method":"echo","params":["callback"],"id":7}"#.utf8), context: "") { reply in
+            replies.withLock { $0.append(Self.text(reply)) }
+        }
+        #expect(replies.withLock { $0 }.isEmpty)
         held.answer(.success(.string("called back")))
-        #expect(Self.text(await reply) == #"{"jsonrpc":"2.0","result":"called back","id":7}"#)
+        #expect(replies.withLock { $0 } == [#"{"jsonrpc":"2.0","result":"called back","id":7}"#])
     }
 }
