@@ -51,7 +51,3 @@ public enum JSONRPCMethodOutcome: Sendable {
     /// deadline).
     case later(Later)
 }
-
-/// The name the call path (`ProductsFetchService`) still spells
-/// ``JSONRPCMethodOutcome`` by.
-public typealias JSONRPCImmediateOutcome = JSONRPCMethodOutcome

@@ -82,7 +82,7 @@ public final class ProductsFetchService: Sendable {
     /// `context.arrived`, so time a batch spent waiting for its turn is
     /// part of it.
     /// - Precondition: called on `context.loop`.
-    public func fetchImmediately(params: JSONRPCParams?, context: RPCCallContext) -> JSONRPCImmediateOutcome {
+    public func fetchImmediately(params: JSONRPCParams?, context: RPCCallContext) -> JSONRPCMethodOutcome {
         let parsed: FetchProductsParams
         let region: ResolvedRegion
         switch validate(params, requestID: context.requestID) {
@@ -97,13 +97,13 @@ public final class ProductsFetchService: Sendable {
     /// (``FetchProductsParams/read(json:limits:parserLimits:)``); `nil`,
     /// before anything is done, when those params or their region are not
     /// the usual valid ones: the tree's way then answers, wording the error.
-    public func fetchImmediately(paramsJSON: UnsafeBufferPointer<UInt8>, context: RPCCallContext) -> JSONRPCImmediateOutcome? {
+    public func fetchImmediately(paramsJSON: UnsafeBufferPointer<UInt8>, context: RPCCallContext) -> JSONRPCMethodOutcome? {
         guard let parsed = FetchProductsParams.read(json: paramsJSON, limits: settings.limits),
               let region = try? settings.regionResolver.resolve(parsed) else { return nil }
         return fetchImmediately(parsed, region: region, context: context)
     }
 
-    private func fetchImmediately(_ parsed: FetchProductsParams, region: ResolvedRegion, context: RPCCallContext) -> JSONRPCImmediateOutcome {
+    private func fetchImmediately(_ parsed: FetchProductsParams, region: ResolvedRegion, context: RPCCallContext) -> JSONRPCMethodOutcome {
         let loop = context.loop
         // Nil unless LOG_LEVEL=debug.
         var steps = CallSteps(context: context, identifiers: parsed.productIdentifiers.count)
