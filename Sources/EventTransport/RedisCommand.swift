@@ -107,12 +107,16 @@ public struct RedisCommand: Sendable {
         precondition(openedAt == nil, "an argument is being written")
         precondition(head.lowerBound >= 0 && head.upperBound <= storage.count, "bytes already written")
         guard texts.count > 1 else { return }
-        let headBytes = Array(storage[head])
-        headBytes.withUnsafeBufferPointer { headBuffer in
+        // The head's copy is on the stack (a key's head is tens of bytes):
+        // an array of its own was one malloc per run of keys, three per
+        // shared-tier miss.
+        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: head.count) { headBuffer in
+            _ = headBuffer.initialize(from: storage[head])
+            let headBytes = UnsafeBufferPointer(headBuffer)
             texts.withUnsafeBufferPointer { texts in
                 for index in 1 ..< texts.count {
                     let start = storage.count
-                    storage.append(contentsOf: headBuffer)
+                    storage.append(contentsOf: headBytes)
                     if texts[index].utf8.withContiguousStorageIfAvailable({ storage.append(contentsOf: $0) }) == nil {
                         storage.append(contentsOf: texts[index].utf8)
                     }
