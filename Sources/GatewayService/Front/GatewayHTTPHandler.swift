@@ -150,25 +150,29 @@ final class GatewayHTTPHandler: Sendable {
     private func answerInTurn(_ batch: JSONRPCServer<RPCCallContext>.PendingBatch, loop: EventLoop, deadline: ContinuousClock.Instant, answer: HTTPDeferredResponder, headers: HTTPHeaders, note: AccessNote?) {
         let waiter = batchTurns.begin(on: loop, until: deadline) { [calls, batchTurns] wait in
             let turn: BatchTurns.Turn?
+            let refusal: String
             switch wait {
             case .turn(let granted):
                 turn = granted
+                refusal = ""
             case .deadlinePassed:
                 turn = nil
+                refusal = ""
             case .queueFull:
-                var busy = headers
-                busy.add("Retry-After", "1")
-                answer.send(Self.problem(503, "\(batchTurns.maxWaiting) batches are already waiting for their turn (4 x GATEWAY_BATCH_CONCURRENCY); retry in a second", headers: busy, note: note))
-                calls.leave()
-                return
+                turn = nil
+                refusal = "\(batchTurns.maxWaiting) batches are already waiting for their turn (4 x GATEWAY_BATCH_CONCURRENCY); retry in a second"
             case .left:
                 // The client stopped sending while the batch waited (it
                 // hung up, or shut its side): the batch left the queue
                 // unanswered. A client still reading is told so, as a full
                 // queue tells it.
-                var gone = headers
-                gone.add("Retry-After", "1")
-                answer.send(Self.problem(503, "the connection was closed while the batch waited for its turn; it left the queue unanswered", headers: gone, note: note))
+                turn = nil
+                refusal = "the connection was closed while the batch waited for its turn; it left the queue unanswered"
+            }
+            guard refusal.isEmpty else {
+                var busy = headers
+                busy.add("Retry-After", "1")
+                answer.send(Self.problem(503, refusal, headers: busy, note: note))
                 calls.leave()
                 return
             }
