@@ -44,8 +44,8 @@ final class EventLoopTests {
                 Task.detached { continuation.resume() }
             }
             let after = loop.inEventLoop
-            // Wall clock: resuming from the loop's own timer (`sleep`) is part of what this checks.
-            await loop.sleep(for: .milliseconds(1))
+            // The loop's own timer, the thing under test: resuming from it keeps the task on the loop.
+            await loop.timerFired(after: .milliseconds(1))
             return [before, after, loop.inEventLoop, EventLoop.current === loop]
         }.value
         #expect(threads == [true, true, true, true])
@@ -94,7 +94,7 @@ final class EventLoopTests {
                 #expect(timer.isArmed)
             }
             // A later turn, nothing else fires. Not a race: timers fire in deadline order, so a repeat (4 ms) or the cancelled timer would come first.
-            await loop.sleep(for: .milliseconds(5))
+            await loop.timerFired(after: .milliseconds(5))
             return log
         }.value
         #expect(fired == ["fired"])
@@ -120,9 +120,11 @@ final class EventLoopTests {
 }
 
 extension EventLoop {
-    /// Suspends the calling task for `duration` on a loop timer. The task
-    /// must run on this loop (`Task(executorPreference:)`).
-    func sleep(for duration: Duration) async {
+    /// Returns when a timer of this loop armed for `duration` fires: the
+    /// loop's timers are what these tests check (they fire in deadline
+    /// order, so a later timer's firing proves the earlier ones' turns are
+    /// over). The task must run on this loop (`Task(executorPreference:)`).
+    func timerFired(after duration: Duration) async {
         preconditionInEventLoop()
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             _ = scheduleTimer(after: duration) { continuation.resume() }

@@ -48,27 +48,15 @@ final class SharedFetchCallbackTests {
         }
     }
 
-    /// Waits for an event the test observes (a waiter registered), 20 s at
-    /// most; the sleep is only the poll's interval.
-    static func waitUntil(_ what: String, _ condition: () -> Bool) async throws {
-        let deadline = ContinuousClock.now + .seconds(20)
-        while !condition() {
-            guard ContinuousClock.now < deadline else { throw TimedOut(what: what) }
-            // Polls for the event (`condition`), 20 s at most: the sleep is only the poll's interval.
-            try await Task.sleep(for: .milliseconds(5))
-        }
-    }
-
-    struct TimedOut: Error { let what: String }
 
     @Test func aFetchFinishedOnAnotherLoopIsDeliveredOnEachWaitersLoop() async throws {
         let fetch = CoalescedFetch(scope: Self.scope, identifiers: ["a"])
         let (first, second) = (group.loops[0], group.loops[1])
-        let registered = Counter()
+        let registered = Registrations()
         let far = ContinuousClock.now + .seconds(60)
         async let onFirst = Self.wait(fetch, on: first, until: far) { registered.increment() }
         async let onSecond = Self.wait(fetch, on: second, until: far) { registered.increment() }
-        try await Self.waitUntil("two waiters registered") { registered.value >= 2 }
+        await registered.reached(2)
         // Finished from the first loop, as the upstream's callback does.
         first.execute { fetch.finish(.success(Self.page)) }
         let (a, b) = await (onFirst, onSecond)
@@ -79,12 +67,12 @@ final class SharedFetchCallbackTests {
     @Test func aWaiterWhoseDeadlinePassesLeavesAndTheOtherStillGetsTheResult() async throws {
         let fetch = CoalescedFetch(scope: Self.scope, identifiers: ["a"])
         let loop = group.loops[0]
-        let registered = Counter()
+        let registered = Registrations()
         async let short = Self.wait(fetch, on: loop, until: .now + .milliseconds(50)) { registered.increment() }
         async let long = Self.wait(fetch, on: loop, until: .now + .seconds(60)) { registered.increment() }
         let left = await short
         #expect(left.failure == Self.deadlineFailure && left.onItsLoop)
-        try await Self.waitUntil("two waiters registered") { registered.value >= 2 }
+        await registered.reached(2)
         fetch.finish(.success(Self.page))
         let stayed = await long
         #expect(stayed.maxAge == 17 && stayed.failure == nil && stayed.onItsLoop)
@@ -112,11 +100,41 @@ final class SharedFetchCallbackTests {
     @Test func releasedWaitersGetTheReleaseFailureOnTheirLoop() async throws {
         let fetch = CoalescedFetch(scope: Self.scope, identifiers: ["a"])
         let loop = group.loops[0]
-        let registered = Counter()
+        let registered = Registrations()
         async let waiting = Self.wait(fetch, on: loop, until: .now + .seconds(60)) { registered.increment() }
-        try await Self.waitUntil("the waiter registered") { registered.value >= 1 }
+        await registered.reached(1)
         fetch.releaseWaiters(with: .cancelled(detail: "the gateway is shutting down"))
         let delivery = await waiting
         #expect(delivery.failure == .cancelled(detail: "the gateway is shutting down") && delivery.onItsLoop)
+    }
+}
+
+/// Waiters registered, counted from any loop; a test awaits a count by
+/// continuation, resumed by the registration that reaches it (no poll: the
+/// suite's time limit fails a count that never comes).
+final class Registrations: Sendable {
+    private let state = Mutex<(count: Int, waiting: [(target: Int, continuation: CheckedContinuation<Void, Never>)])>((0, []))
+
+    func increment() {
+        let ready = state.withLock { state -> [CheckedContinuation<Void, Never>] in
+            state.count += 1
+            let count = state.count
+            let ready = state.waiting.filter { $0.target <= count }.map(\.continuation)
+            state.waiting.removeAll { $0.target <= count }
+            return ready
+        }
+        for continuation in ready { continuation.resume() }
+    }
+
+    /// Returns once `target` waiters have registered.
+    func reached(_ target: Int) async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let now = state.withLock { state -> Bool in
+                if state.count >= target { return true }
+                state.waiting.append((target, continuation))
+                return false
+            }
+            if now { continuation.resume() }
+        }
     }
 }
