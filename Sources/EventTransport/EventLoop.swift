@@ -62,6 +62,9 @@ public final class EventLoop: @unchecked Sendable {
     private let owner = Atomic<UInt>(0)
     private let hasStopped = Atomic<Bool>(false)
     private let finished = FinishedSignal()
+    /// What this loop holds per component (``LoopSlot``): a call finds its
+    /// loop's Redis connection, batches and pools here, from its own loop.
+    public let context = LoopContext()
 
     private struct LocalWork {
         var items: [Work] = []
@@ -110,6 +113,7 @@ public final class EventLoop: @unchecked Sendable {
             throw TransportError(call: "eventfd", message: String(cString: strerror(errno)))
         }
         self.wakeFD = fd
+        self.context.bind(to: self)
         let context = Unmanaged.passUnretained(self).toOpaque()
         let event = event_new(base, fd, Int16(EV_READ | EV_PERSIST), eventLoopWakeCallback, context)
         // Every stored property is set from here on, so a throw runs deinit,

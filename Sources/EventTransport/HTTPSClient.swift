@@ -121,7 +121,12 @@ public final class HTTPSClient: Sendable {
     typealias StateMachine = ConnectionPoolStateMachine<PendingRequest, ContinuousClock>
 
     private let group: EventLoopGroup
+    /// By loop index: where a lease given back on one loop is handed to
+    /// another's waiter.
     private let pools: [HTTPSConnectionPool]
+    /// Each loop's pool, in the loop's context: a request asked on its
+    /// loop finds its pool by index.
+    private let poolSlot = LoopSlot<HTTPSConnectionPool>()
     let state: Mutex<StateMachine>
     private let nextWaiterID = Atomic<Int>(0)
     private let shutDown = Atomic<Bool>(false)
@@ -144,7 +149,10 @@ public final class HTTPSClient: Sendable {
             pools.append(HTTPSConnectionPool(loop: loop, index: index, configuration: configuration))
         }
         self.pools = pools
-        for pool in pools { pool.client = self }
+        for pool in pools {
+            pool.client = self
+            poolSlot.fill(pool.loop, with: pool)
+        }
     }
 
     /// Sends `GET path` with `headers` (Host is added) and hands the whole
@@ -152,7 +160,8 @@ public final class HTTPSClient: Sendable {
     /// the exchange runs on the pool of the loop it is asked from, passed
     /// explicitly (possibly completing before this returns, when the
     /// client is shut down). A loop outside the client's group is served by
-    /// the next of its loops, round robin.
+    /// the next of its loops, round robin, and its answer comes back to
+    /// `loop` through `loop`'s queue.
     /// - Parameter leaseDeadline: How long the request may wait for a lease
     ///   when `UPSTREAM_CONCURRENCY` exchanges are already in flight.
     public func get(on loop: EventLoop, path: String, headers: HTTPHeaders, leaseDeadline: ContinuousClock.Instant, completion: @escaping @Sendable (Result<HTTPClientResponse, HTTPClientError>) -> Void) {
@@ -163,25 +172,33 @@ public final class HTTPSClient: Sendable {
     /// with a body (sent with its `Content-Length`): the trace exporter's
     /// `POST`.
     public func send(on loop: EventLoop, method: String, path: String, headers: HTTPHeaders, body: [UInt8]?, leaseDeadline: ContinuousClock.Instant, completion: @escaping @Sendable (Result<HTTPClientResponse, HTTPClientError>) -> Void) {
+        if loop.inEventLoop, let pool = loop.context[poolSlot] {
+            // The usual request: asked on one of the client's loops, from
+            // that loop, and answered there.
+            pool.start(PendingRequest(
+                method: method, path: path, body: body, headers: headers, leaseDeadline: leaseDeadline,
+                waiterID: nextWaiterID.add(1, ordering: .relaxed).oldValue, completion: completion
+            ))
+            return
+        }
+        // From another thread (a test), or for a loop outside the group:
+        // the request goes to its pool's loop, and the answer to `loop`.
+        var answer = completion
         let pool: HTTPSConnectionPool
         if let own = pools.first(where: { $0.loop === loop }) {
             pool = own
         } else {
             let next = group.next()
             pool = pools.first { $0.loop === next } ?? pools[0]
+            answer = { result in
+                if !loop.execute({ completion(result) }) { completion(result) }
+            }
         }
         let request = PendingRequest(
-            method: method,
-            path: path,
-            body: body,
-            headers: headers,
-            leaseDeadline: leaseDeadline,
-            waiterID: nextWaiterID.add(1, ordering: .relaxed).oldValue,
-            completion: completion
+            method: method, path: path, body: body, headers: headers, leaseDeadline: leaseDeadline,
+            waiterID: nextWaiterID.add(1, ordering: .relaxed).oldValue, completion: answer
         )
-        if pool.loop.inEventLoop {
-            pool.start(request)
-        } else if !pool.loop.execute({ pool.start(request) }) {
+        if !pool.loop.execute({ pool.start(request) }) {
             request.complete(.failure(HTTPClientError(kind: .connection, message: "the client is shut down")))
         }
     }

@@ -3,13 +3,15 @@
 /// the loop, which runs after every callback already queued (every
 /// request read in the turn, every upstream answer that came in it), and
 /// passes the whole turn to ``flush``. The shared tier's lookups and
-/// releases go out this way, one script per turn each.
+/// releases go out this way, one script per turn each, and so does the
+/// merge buffer's end-of-turn flush.
 ///
 /// Confined to its loop (checked: ``add(_:)`` asserts it); the one mutable
 /// state is touched only there, which is what makes it `Sendable`.
 public final class LoopTurnBatch<Element: Sendable>: @unchecked Sendable {
     public let loop: EventLoop
-    /// Takes a turn's elements; set once, before the loop runs.
+    /// Takes a turn's elements; set once, before the loop runs or on the
+    /// loop before the first ``add(_:)`` (only the loop reads it).
     public var flush: (@Sendable ([Element]) -> Void)?
     private var elements: [Element] = []
     private var armed = false

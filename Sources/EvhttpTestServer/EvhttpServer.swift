@@ -33,7 +33,7 @@ public final class EvhttpServer: Sendable {
     private let group: EventLoopGroup
     private let configuration: EvhttpServerConfiguration
     private let handler: EvhttpRequestHandler
-    private let instances = Mutex<[LoopEvhttpServer]>([])
+    private let instances = Mutex<[LoopBound<LoopEvhttpServer>]>([])
     private let draining = Atomic<Bool>(false)
 
     public init(group: EventLoopGroup, configuration: EvhttpServerConfiguration, handler: @escaping EvhttpRequestHandler) {
@@ -47,12 +47,12 @@ public final class EvhttpServer: Sendable {
     /// that is not one of the group's loops.
     public func start() throws(TransportError) -> Int {
         let (port, fds) = try ListeningSockets.open(host: configuration.host, port: configuration.port, count: group.loops.count)
-        var started: [LoopEvhttpServer] = []
+        var started: [LoopBound<LoopEvhttpServer>] = []
         var failure: TransportError?
         for (loop, fd) in zip(group.loops, fds) {
-            let instance = LoopEvhttpServer(loop: loop, configuration: configuration, handler: handler, draining: self)
+            let instance = LoopBound(sending: LoopEvhttpServer(loop: loop, configuration: configuration, handler: handler, draining: self), loop: loop)
             let result: Result<Void, TransportError> = loop.submitAndWait {
-                Result { () throws(TransportError) in try instance.start(listening: fd) }
+                Result { () throws(TransportError) in try instance.value.start(listening: fd) }
             }
             if case .failure(let error) = result { failure = error; close(fd) } else { started.append(instance) }
         }
@@ -73,20 +73,20 @@ public final class EvhttpServer: Sendable {
     public func beginDraining() {
         draining.store(true, ordering: .relaxed)
         for instance in instances.withLock({ $0 }) {
-            instance.loop.submitAndWait { instance.closeListener() }
+            instance.loop.submitAndWait { instance.value.closeListener() }
         }
     }
 
     /// Frees every evhttp (closing all connections). Call after draining,
     /// from a thread that is not one of the loops.
     public func stop() {
-        let all = instances.withLock { current -> [LoopEvhttpServer] in
+        let all = instances.withLock { current -> [LoopBound<LoopEvhttpServer>] in
             let taken = current
             current = []
             return taken
         }
         for instance in all {
-            instance.loop.submitAndWait { instance.free() }
+            instance.loop.submitAndWait { instance.value.free() }
         }
     }
 }
@@ -98,9 +98,8 @@ protocol DrainingFlag: AnyObject, Sendable {
 }
 
 /// The part of an ``EvhttpServer`` that lives on one loop. Loop-bound: every
-/// method runs on `loop`.
-final class LoopEvhttpServer: @unchecked Sendable {
-    // @unchecked: `http` and `boundSocket` are touched only on `loop`.
+/// method runs on `loop`; it crosses threads only as a ``LoopBound``.
+final class LoopEvhttpServer {
     let loop: EventLoop
     private let configuration: EvhttpServerConfiguration
     private let handler: EvhttpRequestHandler
@@ -167,7 +166,7 @@ final class LoopEvhttpServer: @unchecked Sendable {
             body: LibeventConversions.bytes(of: evhttp_request_get_input_buffer(request)),
             loop: loop
         )
-        let responder = EvhttpResponder(request: request, server: self)
+        let responder = EvhttpResponder(request: request, server: LoopBound(self, loop: loop))
         handler(message, responder)
     }
 
@@ -269,9 +268,9 @@ final class LoopEvhttpServer: @unchecked Sendable {
 public struct EvhttpResponder: Sendable {
     // The evhttp_request belongs to `server.loop`; it is dereferenced only there.
     private let requestAddress: UInt
-    private let server: LoopEvhttpServer
+    private let server: LoopBound<LoopEvhttpServer>
 
-    fileprivate init(request: OpaquePointer, server: LoopEvhttpServer) {
+    fileprivate init(request: OpaquePointer, server: LoopBound<LoopEvhttpServer>) {
         self.requestAddress = UInt(bitPattern: Int(bitPattern: UnsafeRawPointer(request)))
         self.server = server
     }
@@ -285,9 +284,9 @@ public struct EvhttpResponder: Sendable {
         let server = self.server
         let address = requestAddress
         if server.loop.inEventLoop {
-            server.send(response, to: request)
+            server.value.send(response, to: request)
         } else {
-            server.loop.execute { server.send(response, to: OpaquePointer(bitPattern: address)!) }
+            server.loop.execute { server.value.send(response, to: OpaquePointer(bitPattern: address)!) }
         }
     }
 
@@ -297,7 +296,7 @@ public struct EvhttpResponder: Sendable {
         let address = requestAddress
         // Deferred: freeing the connection inside its own request callback
         // would pull it from under evhttp.
-        server.loop.execute { server.reset(OpaquePointer(bitPattern: address)!) }
+        server.loop.execute { server.value.reset(OpaquePointer(bitPattern: address)!) }
     }
 
     /// Writes `bytes` on the connection as they are, instead of an answer
@@ -306,7 +305,7 @@ public struct EvhttpResponder: Sendable {
     public func sendRaw(_ bytes: [UInt8]) {
         let server = self.server
         let address = requestAddress
-        server.loop.execute { server.writeRaw(bytes, request: OpaquePointer(bitPattern: address)!) }
+        server.loop.execute { server.value.writeRaw(bytes, request: OpaquePointer(bitPattern: address)!) }
     }
 
     /// Never answers; the request is dropped when its connection closes
@@ -318,19 +317,19 @@ public struct EvhttpResponder: Sendable {
     public func startChunked(status: Int, headers: HTTPHeaders) {
         let server = self.server
         let address = requestAddress
-        server.loop.execute { server.startChunked(status: status, headers: headers, request: OpaquePointer(bitPattern: address)!) }
+        server.loop.execute { server.value.startChunked(status: status, headers: headers, request: OpaquePointer(bitPattern: address)!) }
     }
 
     public func sendChunk(_ bytes: [UInt8]) {
         let server = self.server
         let address = requestAddress
-        server.loop.execute { server.sendChunk(bytes, request: OpaquePointer(bitPattern: address)!) }
+        server.loop.execute { server.value.sendChunk(bytes, request: OpaquePointer(bitPattern: address)!) }
     }
 
     public func endChunked() {
         let server = self.server
         let address = requestAddress
-        server.loop.execute { server.endChunked(request: OpaquePointer(bitPattern: address)!) }
+        server.loop.execute { server.value.endChunked(request: OpaquePointer(bitPattern: address)!) }
     }
 }
 

@@ -9,31 +9,35 @@ import Synchronization
 package final class CoalescedFetch: Sendable {
     package typealias Outcome = Result<SourcePage, ProductsFetchFailure>
 
-    /// A waiter by callback, confined to its loop with its deadline's
-    /// timer: the outcome is delivered there, whichever thread finishes
-    /// the fetch.
-    private final class LoopWaiter: @unchecked Sendable {
-        package let loop: EventLoop
-        private let callback: @Sendable (Outcome) -> Void
-        /// Set and cancelled on `loop` only.
-        package var timer: LoopTimer?
+    /// A waiter by callback: its loop, and what only that loop touches
+    /// (the callback, its deadline's timer). The outcome is delivered
+    /// there, whichever thread finishes the fetch.
+    package struct LoopWaiter: Sendable {
+        let waiting: LoopBoundBox<Waiting>
 
-        package init(loop: EventLoop, callback: @escaping @Sendable (Outcome) -> Void) {
-            self.loop = loop
-            self.callback = callback
+        struct Waiting {
+            let callback: (Outcome) -> Void
+            var timer: LoopTimer?
         }
 
         /// Called at most once: the state machine hands a waiter out once.
-        package func deliver(_ outcome: Outcome) {
-            guard loop.inEventLoop else {
-                // A loop that stopped runs nothing more: the connection
-                // this waiter would answer is gone with it.
-                loop.execute { self.deliver(outcome) }
+        /// The one hop of a call that joined another loop's fetch: the
+        /// outcome goes to the waiter's loop through its queue, unless it
+        /// is already there. A loop that stopped runs nothing more: the
+        /// connection this waiter would answer is gone with it.
+        func deliver(_ outcome: Outcome) {
+            let waiting = self.waiting
+            guard waiting.loop.inEventLoop else {
+                waiting.loop.execute { LoopWaiter(waiting: waiting).deliverHere(outcome) }
                 return
             }
-            timer?.cancel()
-            timer = nil
-            callback(outcome)
+            deliverHere(outcome)
+        }
+
+        private func deliverHere(_ outcome: Outcome) {
+            waiting.value.timer?.cancel()
+            waiting.value.timer = nil
+            waiting.value.callback(outcome)
         }
     }
 
@@ -64,15 +68,16 @@ package final class CoalescedFetch: Sendable {
     }
 
     /// Waits for the outcome on `loop`, with no task: `callback` runs once,
-    /// on `loop`, with the outcome or,
+    /// on `loop` (the fetch may finish on another: the outcome comes back
+    /// here), with the outcome or,
     /// at `deadline`, with `failure`; at once (before this returns) when
     /// the fetch has already ended.
     ///
     /// - Precondition: called on `loop`.
-    package func whenDone(on loop: EventLoop, until deadline: ContinuousClock.Instant, onDeadline failure: ProductsFetchFailure, _ callback: @escaping @Sendable (Outcome) -> Void) {
-        loop.preconditionInEventLoop()
+    package func whenDone(on loop: EventLoop, until deadline: ContinuousClock.Instant, onDeadline failure: ProductsFetchFailure, _ callback: @escaping (Outcome) -> Void) {
         let id = nextWaiterID.add(1, ordering: .relaxed).oldValue
-        let waiter = LoopWaiter(loop: loop, callback: callback)
+        // Checks that this is `loop`'s thread: only it runs the callback.
+        let waiter = LoopWaiter(waiting: LoopBoundBox(LoopWaiter.Waiting(callback: callback), loop: loop))
         switch state.withLock({ $0.addWaiter(id, waiter) }) {
         case .resume(let outcome):
             callback(outcome)
@@ -80,7 +85,7 @@ package final class CoalescedFetch: Sendable {
             // Set before any delivery can run: one from another thread
             // hops to this loop, which is busy with this call until it
             // returns. A deadline already past fires on the loop's next turn.
-            waiter.timer = loop.scheduleTimer(at: deadline) { [self] in
+            waiter.waiting.value.timer = loop.scheduleTimer(at: deadline) { [self] in
                 if let waiter = state.withLock({ $0.removeWaiter(id) }) {
                     waiter.deliver(.failure(failure))
                 }

@@ -14,9 +14,9 @@ package import ProductsDomain
 /// nothing here is cancelled.
 package struct MergingSource: ProductSource {
     private let base: any ProductSource
-    /// One buffer per loop, made up front: read without a lock, each
-    /// touched only on its own loop.
-    private let buffers: [ObjectIdentifier: LoopMergeBuffer]
+    /// Each loop's buffer, made up front, in the loop's context: read by
+    /// index, without a lock, touched only on its own loop.
+    private let buffers = LoopSlot<LoopMergeBuffer>()
 
     /// - Parameters:
     ///   - loops: the loops fetches start on; a fetch started elsewhere
@@ -27,19 +27,16 @@ package struct MergingSource: ProductSource {
     ///     in it is asked again apart (nil: never).
     package init(base: any ProductSource, loops: [EventLoop], maxIdentifiers: Int, window: Duration, hedgeAfter: Duration? = nil) {
         self.base = base
-        var buffers: [ObjectIdentifier: LoopMergeBuffer] = [:]
         for loop in loops {
-            buffers[ObjectIdentifier(loop)] = LoopMergeBuffer(loop: loop, base: base, maxIdentifiers: maxIdentifiers, window: window, hedgeAfter: hedgeAfter)
+            buffers.fill(loop, with: LoopMergeBuffer(loop: loop, base: base, maxIdentifiers: maxIdentifiers, window: window, hedgeAfter: hedgeAfter))
         }
-        self.buffers = buffers
     }
 
     package func fetch(_ request: SourceRequest, on loop: EventLoop, completion: @escaping @Sendable (Result<SourcePage, ProductsFetchFailure>) -> Void) {
-        // Alone: a fetch whose loop has no buffer, is not its caller's, or
-        // has stopped (no flush would ever run). The shared tier's leases
-        // stay with the fetches above this source, which asks only the
-        // upstream.
-        guard !loop.isStopped, loop.inEventLoop, let buffer = buffers[ObjectIdentifier(loop)] else {
+        // Alone: a fetch whose loop has no buffer, or has stopped (no flush
+        // would ever run). The shared tier's leases stay with the fetches
+        // above this source, which asks only the upstream.
+        guard !loop.isStopped, let buffer = loop.context[buffers] else {
             return base.fetch(request, on: loop, completion: completion)
         }
         buffer.add(request, completion: completion)
@@ -47,11 +44,9 @@ package struct MergingSource: ProductSource {
 }
 
 /// One loop's gathered fetches and the flushes armed for them. Confined to
-/// its loop: no lock.
-final class LoopMergeBuffer: @unchecked Sendable {
-    // @unchecked: `machine` is touched on `loop` only (the flushes are a
-    // job of its queue and a timer of its own).
-
+/// its loop (it lives in the loop's context, and what reaches it from a
+/// `Sendable` closure goes through a ``LoopBound``): no lock.
+final class LoopMergeBuffer {
     typealias Outcome = Result<SourcePage, ProductsFetchFailure>
 
     /// One fetch waiting to go out.
@@ -64,12 +59,32 @@ final class LoopMergeBuffer: @unchecked Sendable {
     private let base: any ProductSource
     private var machine: MergeBufferStateMachine<Member>
     private let hedgeAfter: Duration?
+    /// The generations whose end-of-turn flush is due: the loop's one way
+    /// of running something once a turn's callbacks are done.
+    private let turnEnds: LoopTurnBatch<Int>
 
     init(loop: EventLoop, base: any ProductSource, maxIdentifiers: Int, window: Duration, hedgeAfter: Duration? = nil) {
         self.loop = loop
         self.base = base
         self.machine = MergeBufferStateMachine(maxIdentifiers: maxIdentifiers, window: window)
         self.hedgeAfter = hedgeAfter
+        self.turnEnds = LoopTurnBatch(loop: loop)
+    }
+
+    /// The flush of a turn's end, set on the loop at the first fetch (the
+    /// buffer is made before its loop holds it). Unowned: the buffer owns
+    /// the batch, which would otherwise keep it for ever.
+    private func armTurnEnds() {
+        let buffer = LoopBound(Unowned(self), loop: loop)
+        turnEnds.flush = { generations in
+            let buffer = buffer.value.buffer
+            for generation in generations { buffer.send(buffer.machine.turnEnded(generation: generation)) }
+        }
+    }
+
+    private struct Unowned {
+        unowned let buffer: LoopMergeBuffer
+        init(_ buffer: LoopMergeBuffer) { self.buffer = buffer }
     }
 
     /// Gathers a fetch; it goes out when the flush armed for it runs. On
@@ -79,11 +94,12 @@ final class LoopMergeBuffer: @unchecked Sendable {
         guard !arming.isEmpty else { return }
         let generation = arming.generation
         if arming.endOfTurn {
-            // A job queued from the loop runs after the callbacks this turn
-            // has already made ready (the other connections' reads among
-            // them), so what they start is gathered too, with no wait. A
-            // running loop never refuses a job from its own thread.
-            _ = loop.execute { [self] in send(machine.turnEnded(generation: generation)) }
+            // Flushed after the callbacks this turn has already made ready
+            // (the other connections' reads among them), so what they
+            // start is gathered too, with no wait. A running loop never
+            // refuses a job from its own thread.
+            if turnEnds.flush == nil { armTurnEnds() }
+            _ = turnEnds.add(generation)
         }
         if let window = arming.window {
             _ = loop.scheduleTimer(after: window) { [self] in send(machine.windowEnded(generation: generation)) }
@@ -136,46 +152,27 @@ final class LoopMergeBuffer: @unchecked Sendable {
         }
         let base = self.base
         let loop = self.loop
-        let fetch = MergedFetch(members: members)
+        // Bound to the loop: every source answers on the loop it was asked
+        // on, so its completions find the fetch there.
+        let fetch = LoopBound(MergedFetch(members: members), loop: loop)
         if let hedgeAfter {
-            fetch.hedgeTimer = loop.scheduleTimer(after: hedgeAfter) {
-                fetch.hedgeTimer = nil
-                for index in fetch.hedge() {
-                    base.fetch(members[index].request, on: loop) { outcome in
-                        Self.onLoop(loop, { fetch.answer(index, outcome) }, else: { fetch.answer(index, outcome) })
-                    }
+            fetch.value.hedgeTimer = loop.scheduleTimer(after: hedgeAfter) {
+                fetch.value.hedgeTimer = nil
+                for index in fetch.value.hedge() {
+                    base.fetch(members[index].request, on: loop) { outcome in fetch.value.answer(index, outcome) }
                 }
             }
         }
         base.fetch(merged, on: loop) { outcome in
-            // A method on the loop, not a closure (the usual case): nothing
-            // allocated per merged call for its answer.
-            if loop.inEventLoop {
-                fetch.mergedCallAnswered(outcome, base: base, loop: loop)
-            } else if !loop.execute({ fetch.mergedCallAnswered(outcome, base: base, loop: loop) }) {
-                for index in fetch.members.indices { fetch.answer(index, outcome) }
-            }
-        }
-    }
-
-    /// Runs `work` on `loop` (at once when already there), or `orElse`
-    /// when the loop has stopped.
-    private static func onLoop(_ loop: EventLoop, _ work: @escaping @Sendable () -> Void, else orElse: @Sendable () -> Void) {
-        if loop.inEventLoop {
-            work()
-        } else if !loop.execute(work) {
-            orElse()
+            fetch.value.mergedCallAnswered(outcome, base: base, loop: loop)
         }
     }
 }
 
 /// The fetches of one merged call and which of them have their answer:
 /// each is answered once, by the merged call or by its hedge, whichever
-/// comes first. Confined to the buffer's loop (answers that come from
-/// another thread hop there first), except when the loop has stopped, when
-/// nothing else touches it.
-private final class MergedFetch: @unchecked Sendable {
-    // @unchecked: touched on the buffer's loop only.
+/// comes first. Confined to the buffer's loop, where every answer comes.
+private final class MergedFetch {
     let members: [LoopMergeBuffer.Member]
     private var answered: [Bool]
     var hedgeTimer: LoopTimer?
@@ -208,14 +205,9 @@ private final class MergedFetch: @unchecked Sendable {
         case .askApart:
             // Hedged fetches wait for their own call already.
             guard !isHedged else { return }
+            let fetch = LoopBound(self, loop: loop)
             for index in members.indices where !answered[index] {
-                base.fetch(members[index].request, on: loop) { outcome in
-                    if loop.inEventLoop {
-                        self.answer(index, outcome)
-                    } else if !loop.execute({ self.answer(index, outcome) }) {
-                        self.answer(index, outcome)
-                    }
-                }
+                base.fetch(members[index].request, on: loop) { outcome in fetch.value.answer(index, outcome) }
             }
         }
     }

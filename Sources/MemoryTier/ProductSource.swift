@@ -151,10 +151,12 @@ extension SourcePage {
 /// embedded catalog. Both feed the same pipeline (coalescing, caching,
 /// normalisation, errors), by callback on the call's loop, with no task.
 public protocol ProductSource: Sendable {
-    /// Fetches `request` on `loop` (the loop of the call that started the
-    /// fetch, passed explicitly): `completion` gets the outcome once, after
-    /// this returns, on `loop` or (a source answered elsewhere) on any
-    /// thread; the caller hops back to its loop itself.
+    /// Fetches `request` on `loop`, called there (the loop of the call that
+    /// started the fetch, passed explicitly): `completion` gets the outcome
+    /// once, after this returns, on `loop`, always (or, once `loop` has
+    /// stopped for good, on the thread that ends the fetch). A source that
+    /// hears its answer on another thread brings it back to `loop` itself,
+    /// so a caller never hops: what it keeps for the fetch is loop-bound.
     func fetch(_ request: SourceRequest, on loop: EventLoop, completion: @escaping @Sendable (Result<SourcePage, ProductsFetchFailure>) -> Void)
 }
 

@@ -49,7 +49,7 @@ public final class MockUpstream: Sendable {
             configuration: EvhttpServerConfiguration(host: host, port: port, maxBodyBytes: 1 << 20, tls: tls),
             handler: { request, responder in box.handler?.handle(request, responder: responder) }
         )
-        box.handler = self
+        box.set(self)
     }
 
     /// Starts serving; returns the bound port.
@@ -244,7 +244,19 @@ public final class MockUpstream: Sendable {
 }
 
 /// Lets the server's handler reach the mock, which is created after it.
-private final class HandlerBox: @unchecked Sendable {
-    // @unchecked: written once in MockUpstream.init before the server starts.
-    weak var handler: MockUpstream?
+/// Weak: the mock owns the server, which owns the handler. Set once, on the
+/// thread that makes the mock, and read on the server's loop: the lock
+/// orders the two.
+private final class HandlerBox: Sendable {
+    private struct Weak {
+        weak var handler: MockUpstream?
+    }
+
+    private let weak = Mutex(Weak())
+
+    var handler: MockUpstream? { weak.withLock { $0.handler } }
+
+    func set(_ handler: MockUpstream) {
+        weak.withLock { $0.handler = handler }
+    }
 }

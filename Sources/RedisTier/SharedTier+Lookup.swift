@@ -52,7 +52,7 @@ extension SharedTier {
         // for all of them (each distinct key once, one write to the socket
         // and one reply to read), sent when the turn's callbacks are done.
         let asked = AskedLookup(scope: scope, identifiers: identifiers, completion: completion)
-        guard let batch = lookupBatches[ObjectIdentifier(loop)], batch.add(asked) else {
+        guard let batch = loop.context[lookupBatches], batch.add(asked) else {
             sendLookups([asked], on: loop)
             return
         }
@@ -192,7 +192,7 @@ extension SharedTier {
 
     /// Gives back leases a lookup took that no fetch adopted.
     package func release(_ claims: SharedPreclaim, on loop: EventLoop) {
-        guard claims.wonCount > 0, let connection = connections[ObjectIdentifier(loop)], connection.isReady else { return }
+        guard claims.wonCount > 0, let connection = loop.context[connections], connection.isReady else { return }
         release(claims.wonIdentifiers, scope: claims.scope, token: claims.token, on: connection, leasesInEntryKeys: true)
     }
 

@@ -19,14 +19,16 @@ import Synchronization
 /// timeout, garbage) counts in `gateway_shared_cache_errors_total`, is
 /// logged at most once per 10 s, and the call carries on as without Redis.
 package final class SharedTier: Sendable {
-    let connections: [ObjectIdentifier: RedisConnection]
+    /// Each loop's connection, in the loop's context: a call reads its
+    /// own loop's by index.
+    let connections = LoopSlot<RedisConnection>()
     let ordered: [RedisConnection]
     /// Each loop's lookups of the current turn, sent together.
-    let lookupBatches: [ObjectIdentifier: LoopTurnBatch<AskedLookup>]
+    let lookupBatches = LoopSlot<LoopTurnBatch<AskedLookup>>()
     /// Each loop's releases of the current turn, sent together.
-    let releaseBatches: [ObjectIdentifier: LoopTurnBatch<ReleaseGroup>]
+    let releaseBatches = LoopSlot<LoopTurnBatch<ReleaseGroup>>()
     /// Each loop's fetches holding leases, renewed together.
-    let renewals: [ObjectIdentifier: SharedLeaseRenewals]
+    let renewals = LoopSlot<SharedLeaseRenewals>()
     package let keys: SharedTierKeys
     package let metrics: GatewayMetrics
     package let log: RateLimitedLog
@@ -86,23 +88,10 @@ package final class SharedTier: Sendable {
         let circuit = SharedTierCircuit(connections: loops.count, metrics: metrics, log: log, endpoint: configuration.redactedURL)
         self.circuit = circuit
         let observer = SharedTierObserver(log: log, endpoint: configuration.redactedURL, metrics: metrics, circuit: circuit)
-        var connections: [ObjectIdentifier: RedisConnection] = [:]
         var ordered: [RedisConnection] = []
-        var lookupBatches: [ObjectIdentifier: LoopTurnBatch<AskedLookup>] = [:]
-        var releaseBatches: [ObjectIdentifier: LoopTurnBatch<ReleaseGroup>] = [:]
-        var renewals: [ObjectIdentifier: SharedLeaseRenewals] = [:]
         for loop in loops {
-            renewals[ObjectIdentifier(loop)] = SharedLeaseRenewals(loop: loop, period: Self.renewal)
-            releaseBatches[ObjectIdentifier(loop)] = LoopTurnBatch<ReleaseGroup>(loop: loop)
-            let connection = RedisConnection(loop: loop, endpoint: endpoint, observer: observer)
-            connections[ObjectIdentifier(loop)] = connection
-            lookupBatches[ObjectIdentifier(loop)] = LoopTurnBatch<AskedLookup>(loop: loop)
-            ordered.append(connection)
+            ordered.append(RedisConnection(loop: loop, endpoint: endpoint, observer: observer))
         }
-        self.connections = connections
-        self.lookupBatches = lookupBatches
-        self.releaseBatches = releaseBatches
-        self.renewals = renewals
         self.ordered = ordered
         let channel = "\(configuration.prefix)v1:outcomes"
         let waiters = SharedOutcomeWaiters(maxIdentifiers: upstreamMaxIDs) { metrics.recordSharedErrors(1) }
@@ -132,25 +121,31 @@ package final class SharedTier: Sendable {
         // observer), so a strong capture would keep them, and the tier,
         // alive for ever; the tier owns the circuit and outlives it.
         circuit.onTrip = { [unowned self] reason in resetConnections(reason) }
-        // Each batch's flush, set once (not a closure per call). Unowned:
-        // the tier owns the batches and outlives them.
-        for loop in loops {
-            lookupBatches[ObjectIdentifier(loop)]?.flush = { [unowned self] in sendLookups($0, on: loop) }
-            let connection = connections[ObjectIdentifier(loop)]
-            releaseBatches[ObjectIdentifier(loop)]?.flush = { [unowned self] groups in
-                if let connection { sendReleases(groups, on: connection) }
-            }
+        // Each batch's flush, set once (not a closure per call), before
+        // its loop holds it. Unowned: the tier owns the batches and
+        // outlives them.
+        for (loop, connection) in zip(loops, ordered) {
+            let lookupBatch = LoopTurnBatch<AskedLookup>(loop: loop)
+            lookupBatch.flush = { [unowned self] in sendLookups($0, on: loop) }
+            let releaseBatch = LoopTurnBatch<ReleaseGroup>(loop: loop)
+            releaseBatch.flush = { [unowned self] groups in sendReleases(groups, on: connection) }
+            connections.fill(loop, with: connection)
+            lookupBatches.fill(loop, with: lookupBatch)
+            releaseBatches.fill(loop, with: releaseBatch)
+            renewals.fill(loop, with: SharedLeaseRenewals(loop: loop, period: Self.renewal))
         }
     }
 
-    /// The lease renewals of `loop`, if it is one of the tier's loops.
+    /// The lease renewals of `loop`, if it is one of the tier's loops. On
+    /// `loop`.
     package func renewals(for loop: EventLoop) -> SharedLeaseRenewals? {
-        renewals[ObjectIdentifier(loop)]
+        loop.context[renewals]
     }
 
-    /// The release batch of `loop`, if it is one of the tier's loops.
+    /// The release batch of `loop`, if it is one of the tier's loops. On
+    /// `loop`.
     package func releaseBatch(for loop: EventLoop) -> LoopTurnBatch<ReleaseGroup>? {
-        releaseBatches[ObjectIdentifier(loop)]
+        loop.context[releaseBatches]
     }
 
     /// Starts every connection connecting, in the background.
@@ -173,7 +168,7 @@ package final class SharedTier: Sendable {
     /// does a fetch coalesce across replicas.
     package func coalescingConnection(on loop: EventLoop) -> RedisConnection? {
         guard subscriber != nil, circuit.isUp, subscriberReady.isSet,
-              let connection = connections[ObjectIdentifier(loop)], connection.isReady else { return nil }
+              let connection = loop.context[connections], connection.isReady else { return nil }
         return connection
     }
 
@@ -206,7 +201,7 @@ package final class SharedTier: Sendable {
     /// the connection not ready (counted as an error: the command was not
     /// sent). Either way the caller goes on without Redis, with no wait.
     func readyConnection(on loop: EventLoop) -> RedisConnection? {
-        guard let connection = connections[ObjectIdentifier(loop)] else { return nil }
+        guard let connection = loop.context[connections] else { return nil }
         guard circuit.isUp, connection.isReady else {
             metrics.recordSharedErrors(1)
             return nil

@@ -106,6 +106,41 @@ struct UpstreamPoolTests {
         #expect(await Self.fetch(client, on: group.loops[0]) == 200)
     }
 
+    /// An exchange is answered on the loop it was asked for, always: one of
+    /// the client's loops asked from its own thread or from another, and a
+    /// loop outside the client's group (served by one of its loops, its
+    /// answer brought back through the asking loop's queue).
+    @Test(.timeLimit(.minutes(1))) func theAnswerComesOnTheLoopItWasAskedFor() async throws {
+        let upstream = try RunningUpstream.start()
+        defer { upstream.stop() }
+        let (group, client) = try Self.client(upstream)
+        let outside = try EventLoopGroup(count: 1, namePrefix: "pool-outside")
+        defer {
+            client.shutdown()
+            group.shutdown()
+            outside.shutdown()
+        }
+        /// The status, and whether the answer ran on `loop` (and not on
+        /// the client's own loop, when `loop` is not it).
+        func ask(on loop: EventLoop, fromItsThread: Bool) async -> (Int?, Bool) {
+            await withCheckedContinuation { (done: CheckedContinuation<(Int?, Bool), Never>) in
+                let own = group.loops[0]
+                let send: @Sendable () -> Void = {
+                    client.get(on: loop, path: "/v1/apps/demo/products?ids=premium_monthly&country=DE", headers: ["Accept": "application/json"], leaseDeadline: .now + .seconds(5)) { result in
+                        done.resume(returning: (try? result.get().status, loop.inEventLoop && (loop === own || !own.inEventLoop)))
+                    }
+                }
+                if fromItsThread { loop.execute(send) } else { send() }
+            }
+        }
+        let (ownStatus, ownOnLoop) = await ask(on: group.loops[0], fromItsThread: true)
+        #expect(ownStatus == 200 && ownOnLoop)
+        let (offStatus, offOnLoop) = await ask(on: group.loops[0], fromItsThread: false)
+        #expect(offStatus == 200 && offOnLoop)
+        let (outsideStatus, outsideOnLoop) = await ask(on: outside.loops[0], fromItsThread: true)
+        #expect(outsideStatus == 200 && outsideOnLoop)
+    }
+
     /// Each loop keeps at most its share of `UPSTREAM_CONCURRENCY` idle, so
     /// the idle ones number about `UPSTREAM_CONCURRENCY` over all loops, not
     /// that many times the loops.

@@ -134,8 +134,8 @@ public final class ProductsFetchService: Sendable {
             // closure carries one reference (copying the two into it, and
             // again into the answer's closure, cost a reference count per
             // field of each, on every miss).
-            let driver = ProductsCallDriver(service: self, machine: machine, context: context, steps: steps)
-            return .later { answer in driver.start(first, answer: answer) }
+            let driver = LoopBound(ProductsCallDriver(service: self, machine: machine, context: context, steps: steps), loop: loop)
+            return .later { answer in driver.value.start(first, answer: answer) }
         }
     }
 
@@ -317,8 +317,9 @@ public final class ProductsFetchService: Sendable {
 /// machine needs no lock. A fetch that has already ended is taken in a
 /// loop, not by recursion: a call joining thousands of ended fetches
 /// neither grows the loop's stack nor copies its answers per fetch.
-private final class ProductsCallDriver: @unchecked Sendable {
-    // @unchecked: `machine` is touched on `loop` only.
+/// Confined to `loop`: what reaches it from a `Sendable` callback goes
+/// through a ``LoopBound``.
+private final class ProductsCallDriver {
     private let service: ProductsFetchService
     private let loop: EventLoop
     private let context: RPCCallContext
@@ -378,11 +379,10 @@ private final class ProductsCallDriver: @unchecked Sendable {
                     action = machine.sharedTierAnswered(now: .now)
                     continue
                 }
-                tier.lookup(scope: machine.call.scope, identifiers: asked, on: loop) { [self] found in
-                    machine.call.preclaim = found?.claims
-                    if let found { service.absorbShared(found.entries, asked: asked, into: &machine.call, on: loop) }
-                    steps?.sharedTierAnswered(machine.call.answers, asked: asked.count)
-                    perform(machine.sharedTierAnswered(now: .now))
+                // The reply comes on this loop (its connection is the loop's).
+                let driver = LoopBound(self, loop: loop)
+                tier.lookup(scope: machine.call.scope, identifiers: asked, on: loop) { found in
+                    driver.value.sharedTierAnswered(found, asked: asked)
                 }
                 return
             case .fetch(let missing):
@@ -431,6 +431,14 @@ private final class ProductsCallDriver: @unchecked Sendable {
                 return
             }
         }
+    }
+
+    /// The shared tier's lookup answered (nil: it could not be asked).
+    private func sharedTierAnswered(_ found: SharedTier.Lookup?, asked: [String]) {
+        machine.call.preclaim = found?.claims
+        if let found { service.absorbShared(found.entries, asked: asked, into: &machine.call, on: loop) }
+        steps?.sharedTierAnswered(machine.call.answers, asked: asked.count)
+        perform(machine.sharedTierAnswered(now: .now))
     }
 
     /// The machine's next action after `fetch` ended, traced at debug.

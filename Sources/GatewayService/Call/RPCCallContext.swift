@@ -14,7 +14,9 @@ public struct RPCCallContext: Sendable {
     public let arrived: ContinuousClock.Instant
     /// The loop of the HTTP request: every call of it runs there, its
     /// callbacks and timers come back there, and its answer is written
-    /// from there.
+    /// from there. It carries the loop's context (`loop.context`), where
+    /// each component keeps its part for this loop (the Redis connection,
+    /// the turn's batches, the merge buffer, the upstream pool).
     public let loop: EventLoop
     /// The call's trace: the caller's continued or a new one, the call's
     /// own span, whether it is sampled and recorded.

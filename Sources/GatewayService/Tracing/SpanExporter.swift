@@ -32,7 +32,7 @@ final class SpanExporter: Sendable {
     private let logger: Logger
     private let queue: Mutex<Queue>
     /// What only `loop` touches.
-    private let onLoop: LoopState
+    private let onLoop: LoopBoundBox<LoopState>
 
     /// The most attempts of one batch: the first, then retries after 1, 2,
     /// 4 and 8 s (jittered); then it is given up, and logged.
@@ -49,8 +49,7 @@ final class SpanExporter: Sendable {
         var exported = 0
     }
 
-    private final class LoopState: @unchecked Sendable {
-        // @unchecked: touched on the exporter's loop only.
+    private struct LoopState {
         var scheduleTimer: LoopTimer?
         var retryTimer: LoopTimer?
         /// The shutdown waiting for the queue to be sent.
@@ -76,7 +75,7 @@ final class SpanExporter: Sendable {
         self.metrics = metrics
         self.logger = logger
         self.queue = Mutex(Queue())
-        self.onLoop = LoopState()
+        self.onLoop = LoopBoundBox(sending: LoopState(), loop: loop)
     }
 
     /// Arms the schedule. From any thread.
@@ -105,9 +104,9 @@ final class SpanExporter: Sendable {
     var queuedCount: Int { queue.withLock { $0.spans.count } }
 
     private func armSchedule() {
-        guard !onLoop.stopped else { return }
-        onLoop.scheduleTimer = loop.scheduleTimer(after: scheduleDelay) { [self] in
-            onLoop.scheduleTimer = nil
+        guard !onLoop.value.stopped else { return }
+        onLoop.value.scheduleTimer = loop.scheduleTimer(after: scheduleDelay) { [self] in
+            onLoop.value.scheduleTimer = nil
             exportNext()
             armSchedule()
         }
@@ -116,7 +115,7 @@ final class SpanExporter: Sendable {
     /// Sends the next batch, unless one is on its way. On `loop`.
     private func exportNext() {
         // Stopped and no longer draining: what comes now stays unsent.
-        guard !onLoop.stopped || onLoop.drained != nil else { return }
+        guard !onLoop.value.stopped || onLoop.value.drained != nil else { return }
         let batch = queue.withLock { queue -> [SpanData]? in
             queue.kicked = false
             guard !queue.exporting, !queue.spans.isEmpty else { return nil }
@@ -164,7 +163,7 @@ final class SpanExporter: Sendable {
                 exportAgainIfFull()
                 return
             }
-            let retry = failure.retryable && attempt < Self.maxAttempts && !onLoop.stopped && onLoop.drained == nil
+            let retry = failure.retryable && attempt < Self.maxAttempts && !onLoop.value.stopped && onLoop.value.drained == nil
             logFailure(failure.message, spans: spans, attempt: attempt, retrying: retry)
             guard retry else {
                 queue.withLock { $0.exporting = false }
@@ -173,8 +172,8 @@ final class SpanExporter: Sendable {
             }
             let ceiling = Duration.seconds(1) * (1 << (attempt - 1))
             let backoff = ceiling * Double.random(in: 0.5...1.0)
-            onLoop.retryTimer = loop.scheduleTimer(after: backoff) { [self] in
-                onLoop.retryTimer = nil
+            onLoop.value.retryTimer = loop.scheduleTimer(after: backoff) { [self] in
+                onLoop.value.retryTimer = nil
                 send(body, spans: spans, attempt: attempt + 1)
             }
         }
@@ -183,7 +182,7 @@ final class SpanExporter: Sendable {
     /// After an export: the next batch now when a full one waits (or the
     /// shutdown is draining), else at the schedule.
     private func exportAgainIfFull() {
-        let full = queue.withLock { $0.spans.count >= maxBatchSize || (onLoop.drained != nil && !$0.spans.isEmpty) }
+        let full = queue.withLock { $0.spans.count >= maxBatchSize || (onLoop.value.drained != nil && !$0.spans.isEmpty) }
         if full { exportNext() } else { finishDrainIfIdle() }
     }
 
@@ -203,18 +202,18 @@ final class SpanExporter: Sendable {
     func shutdown(within: Duration) async {
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             let accepted = loop.execute { [self] in
-                onLoop.stopped = true
-                onLoop.scheduleTimer?.cancel()
-                onLoop.scheduleTimer = nil
-                onLoop.drained = continuation
-                onLoop.drainDeadline = loop.scheduleTimer(after: within) { [self] in
-                    onLoop.drainDeadline = nil
+                onLoop.value.stopped = true
+                onLoop.value.scheduleTimer?.cancel()
+                onLoop.value.scheduleTimer = nil
+                onLoop.value.drained = continuation
+                onLoop.value.drainDeadline = loop.scheduleTimer(after: within) { [self] in
+                    onLoop.value.drainDeadline = nil
                     resumeDrain()
                 }
-                if onLoop.retryTimer != nil {
+                if onLoop.value.retryTimer != nil {
                     // A retry in its backoff: given up, not waited for.
-                    onLoop.retryTimer?.cancel()
-                    onLoop.retryTimer = nil
+                    onLoop.value.retryTimer?.cancel()
+                    onLoop.value.retryTimer = nil
                     queue.withLock { $0.exporting = false }
                 }
                 exportNext()
@@ -224,18 +223,18 @@ final class SpanExporter: Sendable {
     }
 
     private func finishDrainIfIdle() {
-        guard onLoop.drained != nil else { return }
+        guard onLoop.value.drained != nil else { return }
         let idle = queue.withLock { !$0.exporting && $0.spans.isEmpty }
         if idle { resumeDrain() }
     }
 
     private func resumeDrain() {
-        onLoop.drainDeadline?.cancel()
-        onLoop.drainDeadline = nil
-        onLoop.retryTimer?.cancel()
-        onLoop.retryTimer = nil
-        let waiter = onLoop.drained
-        onLoop.drained = nil
+        onLoop.value.drainDeadline?.cancel()
+        onLoop.value.drainDeadline = nil
+        onLoop.value.retryTimer?.cancel()
+        onLoop.value.retryTimer = nil
+        let waiter = onLoop.value.drained
+        onLoop.value.drained = nil
         waiter?.resume()
     }
 }

@@ -142,13 +142,10 @@ public struct OnsideUpstreamSource: ProductSource {
                     "requestId": "\(request.requestID)", "traceId": .string(span.traceID.hex), "spanId": .string(parent.spanID.hex),
                     "attempt": .stringConvertible(attempt + 1), "reason": "\(failure.reason)", "backoffMs": .stringConvertible(backoff.milliseconds),
                 ])
-                let retry: @Sendable () -> Void = { [self] in
-                    _ = loop.scheduleTimer(after: backoff) { [self] in
-                        self.attempt(attempt + 1, path: path, headers: headers, request: request, on: loop, completion: completion)
-                    }
+                // The client answers on `loop`: the backoff is its timer.
+                _ = loop.scheduleTimer(after: backoff) { [self] in
+                    self.attempt(attempt + 1, path: path, headers: headers, request: request, on: loop, completion: completion)
                 }
-                // The client answers on `loop` when it is one of its own.
-                if loop.inEventLoop { retry() } else if !loop.execute(retry) { completion(.failure(failure)) }
             }
         }
     }
