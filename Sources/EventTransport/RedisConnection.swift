@@ -1,6 +1,6 @@
 import CHiredis
+import CLibevent
 import CRedisShims
-import Dispatch
 #if canImport(FoundationEssentials)
 import FoundationEssentials
 #else
@@ -286,19 +286,32 @@ public final class RedisConnection: @unchecked Sendable {
     // MARK: Connecting
 
     /// The address of the endpoint's host: itself when numeric, else
-    /// looked up off the loop (`getaddrinfo` blocks).
+    /// looked up by the loop's resolver (``EventLoop/resolver()``, the
+    /// upstream's as well), which calls ``resolved(_:)`` back on the loop.
     private func resolve() {
         let host = endpoint.host
         if Self.isNumericAddress(host) {
             perform(machine.resolved(true), address: host)
             return
         }
-        DispatchQueue.global().async { [self] in
-            let address = Self.resolve(host)
-            loop.execute { [self] in
-                perform(machine.resolved(address != nil), address: address)
-            }
+        guard let resolver = try? loop.resolver() else {
+            perform(machine.resolved(false))
+            return
         }
+        var hints = addrinfo()
+        hints.ai_family = AF_UNSPEC
+        hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
+        // Retained until the callback, which evdns makes exactly once (at
+        // once when it knows the answer already).
+        let context = Unmanaged.passRetained(self).toOpaque()
+        _ = evdns_getaddrinfo(resolver, host, nil, &hints, redisHostResolved, context)
+    }
+
+    /// The loop's resolver answered: `list` is nil when the host has no
+    /// address.
+    fileprivate func resolved(_ list: UnsafeMutablePointer<addrinfo>?) {
+        let address = list.flatMap(Self.preferredAddress)
+        perform(machine.resolved(address != nil), address: address)
     }
 
     private func open(address: String) {
@@ -554,15 +567,9 @@ public final class RedisConnection: @unchecked Sendable {
         return inet_pton(AF_INET, host, &v4) == 1 || inet_pton(AF_INET6, host, &v6) == 1
     }
 
-    /// An address of `host`, as text, IPv4 first (Redis commonly binds
-    /// IPv4 only, and `localhost` may list `::1` first); blocking.
-    private static func resolve(_ host: String) -> String? {
-        var hints = addrinfo()
-        hints.ai_family = AF_UNSPEC
-        hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
-        var result: UnsafeMutablePointer<addrinfo>?
-        guard getaddrinfo(host, nil, &hints, &result) == 0, let list = result else { return nil }
-        defer { freeaddrinfo(result) }
+    /// An address of `list`, as text, IPv4 first (Redis commonly binds
+    /// IPv4 only, and `localhost` may list `::1` first).
+    private static func preferredAddress(_ list: UnsafeMutablePointer<addrinfo>) -> String? {
         var first = list
         var cursor: UnsafeMutablePointer<addrinfo>? = list
         while let entry = cursor {
@@ -631,6 +638,13 @@ private func redisReplyCallback(_ context: UnsafeMutablePointer<redisAsyncContex
 private func redisMessageCallback(_ context: UnsafeMutablePointer<redisAsyncContext>?, _ reply: UnsafeMutableRawPointer?, _ privdata: UnsafeMutableRawPointer?) {
     guard let context, let reply, let connection = owner(of: context) else { return }
     connection.message(RedisValue(reply: reply.assumingMemoryBound(to: redisReply.self)), context: context)
+}
+
+private func redisHostResolved(_ result: Int32, _ list: UnsafeMutablePointer<addrinfo>?, _ context: UnsafeMutableRawPointer?) {
+    guard let context else { preconditionFailure("a lookup without its Redis connection") }
+    let connection = Unmanaged<RedisConnection>.fromOpaque(context).takeRetainedValue()
+    defer { if let list { evutil_freeaddrinfo(list) } }
+    connection.resolved(result == 0 ? list : nil)
 }
 
 private func redisConnectCallback(_ context: UnsafePointer<redisAsyncContext>?, _ status: Int32) {
