@@ -37,9 +37,13 @@ public struct HTTPConnectionStateMachine<Clock: _Concurrency.Clock> {
 
     /// The connection's timeouts.
     public struct Timeouts: Sendable {
+        /// For the rest of a request once its first byte came.
         public var read: Clock.Duration
+        /// For the next request's first byte.
         public var idle: Clock.Duration
+        /// For a client to read an answer the socket did not take at once.
         public var write: Clock.Duration
+        /// For a closing connection's client to close in turn.
         public var linger: Clock.Duration
 
         public init(read: Clock.Duration, idle: Clock.Duration, write: Clock.Duration, linger: Clock.Duration) {
@@ -110,10 +114,12 @@ public struct HTTPConnectionStateMachine<Clock: _Concurrency.Clock> {
     /// loop from its other connections.
     public static var requestsPerTurn: Int { 16 }
 
+    /// The deadlines' durations.
     public let timeouts: Timeouts
     /// Most bytes held past the request being answered before reading stops.
     public let holdLimit: Int
 
+    /// Where the connection is now.
     public private(set) var phase = Phase.reading
     /// The request being read or answered (1 for the first).
     public private(set) var serial: UInt64 = 0
@@ -130,7 +136,10 @@ public struct HTTPConnectionStateMachine<Clock: _Concurrency.Clock> {
     private var requestsThisTurn = 0
     /// The rest of a pipelined read waits for a later turn.
     public private(set) var isYielding = false
+    /// When the connection gives up waiting as it does now; nil while the
+    /// handler has the request.
     public private(set) var deadline: Clock.Instant?
+    /// What ``deadline`` is for.
     public private(set) var deadlineKind = Deadline.idle
     /// The instant the timer is set for; nil when it is not set.
     private var timerSetFor: Clock.Instant?
@@ -228,6 +237,7 @@ public struct HTTPConnectionStateMachine<Clock: _Concurrency.Clock> {
         return .handOver(serial: serial)
     }
 
+    /// The handler's call returned (it may have answered already).
     public mutating func handlerReturned() {
         isDispatching = false
     }

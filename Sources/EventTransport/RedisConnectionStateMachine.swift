@@ -20,6 +20,7 @@
 /// deadline and the backoff on instants they make up; `Entry` is what the
 /// owner keeps per command (its completion).
 public struct RedisConnectionStateMachine<Entry, Clock: _Concurrency.Clock> {
+    /// Where the connection is (see the type's description).
     public enum State: Equatable, Sendable {
         case idle, resolving, connecting, handshaking, ready, closed
     }
@@ -29,6 +30,7 @@ public struct RedisConnectionStateMachine<Entry, Clock: _Concurrency.Clock> {
         case auth, select, ping
     }
 
+    /// What the connection is asked to do and within what time.
     public struct Configuration: Sendable {
         /// `AUTH` first.
         public var hasPassword: Bool
@@ -37,7 +39,9 @@ public struct RedisConnectionStateMachine<Entry, Clock: _Concurrency.Clock> {
         /// A subscriber: once the handshake is answered it subscribes, and
         /// takes no commands.
         public var subscribes: Bool
+        /// For the TCP connection and the whole handshake.
         public var connectTimeout: Clock.Duration
+        /// For each command's reply.
         public var commandTimeout: Clock.Duration
         /// How long after a failure the next attempt starts.
         public var retryInterval: ClosedRange<Clock.Duration>
@@ -54,8 +58,12 @@ public struct RedisConnectionStateMachine<Entry, Clock: _Concurrency.Clock> {
 
     /// A command sent and not answered yet.
     public struct Command {
+        /// Its place among the commands sent (never reused until the
+        /// counter wraps).
         public let sequence: UInt
+        /// When its reply is due.
         public let deadline: Clock.Instant
+        /// What the owner keeps for it.
         public let entry: Entry
     }
 
@@ -82,6 +90,7 @@ public struct RedisConnectionStateMachine<Entry, Clock: _Concurrency.Clock> {
 
     /// What the owner does after an event.
     public enum Action {
+        /// Nothing.
         case none
         /// Find the host's address (a numeric host is its own), then call
         /// ``resolved(_:)``.
@@ -120,6 +129,7 @@ public struct RedisConnectionStateMachine<Entry, Clock: _Concurrency.Clock> {
     }
 
     public let configuration: Configuration
+    /// Where the connection is now.
     public private(set) var state = State.idle
     /// The handshake's commands, in the order sent.
     public let handshake: [HandshakeStep]
