@@ -162,6 +162,16 @@ struct RedisConnectionStateMachineTests {
         }
     }
 
+    @Test func aHandshakeStepWithNoReplyNeverMakesTheConnectionReady() {
+        var m = machine(password: false, database: false)
+        connect(&m)
+        run(&m, [
+            (.replied(sequence: 1, .lost), .none),
+            (.timer(at: 1000), .drop(.timedOut(connecting: true), failing: [], retryAfter: 1000, wasReady: false)),
+        ])
+        #expect(!m.isReady)
+    }
+
     @Test func aHandshakeNotAnsweredWithinTheConnectTimeoutDropsTheAttempt() {
         var m = machine()
         connect(&m)
