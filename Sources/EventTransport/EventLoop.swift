@@ -65,6 +65,10 @@ public final class EventLoop: @unchecked Sendable {
     /// What this loop holds per component (``LoopSlot``): a call finds its
     /// loop's Redis connection, batches and pools here, from its own loop.
     public let context = LoopContext()
+    /// The loop's resolver (``resolver()``), made on first use; touched
+    /// only on the loop thread.
+    private var dnsBase: OpaquePointer?
+    private var hostsOnlyDNSBase: OpaquePointer?
 
     private struct LocalWork {
         var items: [Work] = []
@@ -124,10 +128,38 @@ public final class EventLoop: @unchecked Sendable {
     }
 
     deinit {
+        if let dnsBase { evdns_base_free(dnsBase, 0) }
+        if let hostsOnlyDNSBase { evdns_base_free(hostsOnlyDNSBase, 0) }
         if let resumeEvent { event_free(resumeEvent) }
         if let wakeEvent { event_free(wakeEvent) }
         close(wakeFD)
         event_base_free(base)
+    }
+
+    /// The loop's resolver, one for everything the loop connects to (the
+    /// upstream, the trace collector, Redis): names are looked up on the
+    /// loop, never by a blocking call. One that came up without a name
+    /// server (no resolv.conf, or no descriptor free to read it or to open
+    /// its socket) is not kept: the next use tries again, and meanwhile a
+    /// resolver of `/etc/hosts` alone serves (addresses need none). On the
+    /// loop only.
+    package func resolver() throws(TransportError) -> OpaquePointer {
+        preconditionInEventLoop()
+        if let dnsBase { return dnsBase }
+        if let base = evdns_base_new(base, EVDNS_BASE_INITIALIZE_NAMESERVERS | EVDNS_BASE_DISABLE_WHEN_INACTIVE) {
+            if evdns_base_count_nameservers(base) > 0 {
+                dnsBase = base
+                return base
+            }
+            evdns_base_free(base, 0)
+        }
+        if let hostsOnlyDNSBase { return hostsOnlyDNSBase }
+        let hostsOnly = try CCheck.pointer(evdns_base_new(base, 0), "evdns_base_new")
+        hostsOnlyDNSBase = hostsOnly
+        // Without the hosts file it still resolves nothing but addresses,
+        // which is all it is for until a full resolver comes up.
+        _ = try? CCheck.libevent(evdns_base_load_hosts(hostsOnly, nil), "evdns_base_load_hosts")
+        return hostsOnly
     }
 
     /// The loop running on the calling thread, or `nil` off every loop.

@@ -5,24 +5,16 @@ import Glibc
 import HTTPFraming
 
 /// One client connection of the gateway's HTTP front: a socket, its
-/// parser, and one timer for whichever deadline applies now.
+/// parser, its buffers and one timer for whichever deadline applies now.
+/// Its rules (phases, deadlines, pipelining, half-close, lingering) are
+/// ``HTTPConnectionStateMachine``'s: this type tells the machine what
+/// happened and does what it answers.
 ///
 /// Loop-bound: created, driven and closed on `front.loop`; only
 /// ``respond(serial:with:)`` may be called from elsewhere, and it hops.
-///
-/// Phases: `reading` (a new connection gets the shorter of the read and
-/// idle deadlines for its first byte, a kept-alive one the idle deadline;
-/// then the read deadline), `responding` (the handler has the request; what
-/// a pipelining client sends meanwhile waits; a handler that asked to be
-/// told is called back when the client hangs up), `writing` (the answer did
-/// not fit the socket; the write deadline bounds a client that does not
-/// read it, and then the connection is reset), `lingering`
-/// (closing after an error: our side is shut, the client's late bytes are
-/// read and dropped until it closes or the linger deadline).
 final class HTTPConnection: @unchecked Sendable {
     // @unchecked: every mutable field is touched only on `front.loop`.
-    private enum Phase { case reading, responding, writing, lingering, closed }
-    private enum Deadline { case idle, read, write, linger }
+    typealias StateMachine = HTTPConnectionStateMachine<ContinuousClock>
 
     let fd: Int32
     /// unowned(unsafe): the front closes every connection before it goes,
@@ -35,7 +27,7 @@ final class HTTPConnection: @unchecked Sendable {
     private var readEvent: OpaquePointer?
     private var writeEvent: OpaquePointer?
     private var timerEvent: OpaquePointer?
-    private var phase = Phase.reading
+    private var machine: StateMachine
     private var isReadingEnabled = false
     private var parser: HTTPRequestParser
     /// Bytes read past the end of the request being answered (pipelining):
@@ -45,10 +37,6 @@ final class HTTPConnection: @unchecked Sendable {
     /// proportion to the bytes, not to the bytes times the requests.
     private var pending: [UInt8] = []
     private var pendingOffset = 0
-    /// Requests dispatched in this turn of the loop: past
-    /// ``requestsPerTurn``, the rest wait for a later turn, so one
-    /// pipelining client cannot hold the loop from its other connections.
-    private var requestsThisTurn = 0
     /// Set while the rest of a pipelined read waits for a later turn.
     private var resumeTimer: LoopTimer?
     /// What is left of a `100 Continue` the socket took only part of: it
@@ -85,30 +73,20 @@ final class HTTPConnection: @unchecked Sendable {
     /// can leave at once (``HTTPDeferredResponder/whenClientStops(_:)``).
     /// Let go when the answer comes.
     private var clientStopHandler: (() -> Void)?
-    /// The client has stopped sending (end of stream or an error) while its
-    /// request was being answered.
-    private var clientStopped = false
-    /// Which request an answer belongs to; a late answer to an earlier one
-    /// (the connection closed and was reused by no one) is dropped.
-    private var serial: UInt64 = 0
     private var answeringHead = false
     private var answeringHTTP10KeepAlive = false
-    private var keepAlive = true
-    private var closeAfterAnswer = false
-    private var isDispatching = false
-    private var deadline: ContinuousClock.Instant?
-    private var deadlineKind = Deadline.idle
-    private var timerArmedUntil: ContinuousClock.Instant?
-    /// When the current deadline was set: when the connection began to
-    /// wait as it does now (for a request, for the rest of one, for the
-    /// client to read, for it to close).
-    private var waitingSince = ContinuousClock.now
 
     init(fd: Int32, front: LoopHTTPFront, limits: HTTPRequestParser.Limits) {
         self.fd = fd
         self.front = front
         self.loop = front.loop
         self.parser = HTTPRequestParser(limits: limits)
+        let configuration = front.configuration
+        self.machine = StateMachine(
+            timeouts: .init(read: configuration.readTimeout, idle: configuration.idleTimeout, write: configuration.writeTimeout, linger: configuration.lingerTimeout),
+            holdLimit: limits.maxHeaderBytes + limits.maxBodyBytes,
+            now: .now
+        )
     }
 
     /// Creates the events and starts reading, idle deadline armed.
@@ -118,68 +96,40 @@ final class HTTPConnection: @unchecked Sendable {
         writeEvent = event_new(loop.base, fd, Int16(EV_WRITE | EV_PERSIST), connectionWritable, context)
         timerEvent = event_new(loop.base, -1, 0, connectionTimerFired, context)
         guard readEvent != nil, writeEvent != nil, timerEvent != nil else { return false }
-        enableReading(true)
-        // A connection that sends nothing must not hold a place under the
-        // cap for the whole idle deadline: its first byte is due within the
-        // shorter of the two.
-        let configuration = front.configuration
-        arm(.idle, after: min(configuration.readTimeout, configuration.idleTimeout))
+        let now = ContinuousClock.now
+        perform(machine.start(now: now), now: now)
         return true
     }
-
-    /// Most requests of one connection handled in one turn of the loop.
-    static let requestsPerTurn = 16
 
     private var unparsedCount: Int { pending.count - pendingOffset }
 
     // MARK: - Reading
 
     fileprivate func readable() {
-        guard phase != .closed else { return }
+        guard machine.phase != .closed else { return }
         let buffer = front.readBuffer
         let count = gw_read(fd, buffer.baseAddress, buffer.count)
         if count == -Int(EAGAIN) || count == -Int(EINTR) { return }
         guard count > 0 else {
-            if phase == .responding || phase == .writing {
-                // The client has finished sending (perhaps only half-closed):
-                // it still gets its answer, then the connection closes. A
-                // handler still working on that answer is told: the client
-                // has most likely gone. Last: it may answer at once.
-                enableReading(false)
-                closeAfterAnswer = true
-                keepAlive = false
-                clientStopped = true
-                tellClientStopped()
-                return
-            }
-            // End of stream or an error: nothing more will come. A request
-            // cut off midway has nobody left to answer.
-            close()
+            // End of stream or an error. Last: a handler told may answer
+            // at once.
+            perform(machine.endOfInput(), now: nil)
             return
         }
         let bytes = UnsafeRawBufferPointer(rebasing: buffer[..<count])
-        switch phase {
-        case .reading where unparsedCount == 0:
-            requestsThisTurn = 0
+        switch machine.received(count, unparsed: unparsedCount) {
+        case .parse:
             noteRequestStart()
             let used = parse(bytes)
             // The read buffer is shared by the loop's connections: what
             // follows a dispatched request is kept, once.
-            if used < bytes.count && !closeAfterAnswer && phase != .lingering && phase != .closed { keepPending(UnsafeRawBufferPointer(rebasing: bytes[used...])) }
-            if phase == .reading { parsePending() }
-        case .reading, .responding, .writing:
-            // The socket stays watched while a request is answered (no
-            // epoll_ctl per request); what a pipelining client sends meanwhile
-            // waits after the bytes not parsed yet, and past one request's
-            // worth reading stops.
+            if used < bytes.count && machine.keepsRest { keepPending(UnsafeRawBufferPointer(rebasing: bytes[used...])) }
+            if machine.phase == .reading { parsePending() }
+        case .hold(let stopReading, let parse):
             keepPending(bytes)
-            let limits = front.configuration.limits
-            if unparsedCount > limits.maxHeaderBytes + limits.maxBodyBytes { enableReading(false) }
-            if phase == .reading && resumeTimer == nil {
-                requestsThisTurn = 0
-                parsePending()
-            }
-        case .lingering, .closed:
+            if stopReading { enableReading(false) }
+            if parse { parsePending() }
+        default:
             break // dropped
         }
     }
@@ -204,10 +154,14 @@ final class HTTPConnection: @unchecked Sendable {
             offset += used
             switch event {
             case .needMore:
-                if parser.isInsideRequest && deadlineKind != .read { arm(.read, after: front.configuration.readTimeout) }
+                if parser.isInsideRequest {
+                    let now = ContinuousClock.now
+                    perform(machine.needMore(insideRequest: true, now: now), now: now)
+                }
                 return offset
             case .continueExpected:
-                if deadlineKind != .read { arm(.read, after: front.configuration.readTimeout) }
+                let now = ContinuousClock.now
+                perform(machine.continueExpected(now: now), now: now)
                 guard sendContinue() else { return offset }
             case .request(let head, let body):
                 dispatch(head, body: body)
@@ -236,21 +190,26 @@ final class HTTPConnection: @unchecked Sendable {
         return true
     }
 
-    /// Parses the pipelined bytes kept so far, request after request, while
-    /// each is answered at once; after ``requestsPerTurn`` of them in this
-    /// turn, the rest wait for a later one (a zero timer: it runs after the
-    /// loop has polled its other sockets again).
+    /// Parses the held bytes, request after request, while each is
+    /// answered at once and the machine allows (``HTTPConnectionStateMachine/mayParseHeld()``);
+    /// when it yields, the rest waits for a zero timer: it runs after the
+    /// loop has polled its other sockets again.
     private func parsePending() {
-        while phase == .reading && unparsedCount > 0 {
-            guard requestsThisTurn < Self.requestsPerTurn else {
+        parsing: while unparsedCount > 0 {
+            switch machine.mayParseHeld() {
+            case .parse:
+                break
+            case .yield:
                 resumeTimer = loop.scheduleTimer(after: .zero) { [weak self] in
                     guard let self else { return }
                     self.resumeTimer = nil
-                    self.requestsThisTurn = 0
+                    self.machine.resumed()
                     self.enableReading(true)
                     self.parsePending()
                 }
                 return
+            default:
+                break parsing
             }
             noteRequestStart()
             // A reference of its own, so that what the request's handling
@@ -275,20 +234,14 @@ final class HTTPConnection: @unchecked Sendable {
     }
 
     private func dispatch(_ head: HTTPRequestHead, body: [UInt8]) {
-        phase = .responding
-        deadline = nil
-        deadlineKind = .idle
-        serial &+= 1
-        requestsThisTurn += 1
+        guard case .handOver(let serial) = machine.requestReceived(keepAlive: head.keepAlive) else { return }
         requestHeaders = head.headers
         if front.server.recordsAnswers { requestLine = (head.method, head.target) }
         answeringHead = head.method == "HEAD"
-        keepAlive = head.keepAlive
         answeringHTTP10KeepAlive = head.version == .http10 && head.keepAlive
         let request = HTTPServerRequest(head: head, body: body, loop: loop, received: requestStarted)
-        isDispatching = true
         front.server.handler(request, HTTPResponder(connection: self, serial: serial))
-        isDispatching = false
+        machine.handlerReturned()
     }
 
     private func dropPending() {
@@ -303,16 +256,10 @@ final class HTTPConnection: @unchecked Sendable {
     /// happened already. On the loop only.
     func whenClientStops(serial: UInt64, _ callback: @escaping () -> Void) {
         loop.preconditionInEventLoop()
-        // Answered already (a later request is in, or this one's answer is
-        // being written): nothing to tell.
-        guard serial == self.serial else { return }
-        switch phase {
-        case .responding where !clientStopped:
-            clientStopHandler = callback
-        case .responding, .closed:
-            callback()
-        case .reading, .writing, .lingering:
-            break
+        switch machine.clientStopsCallback(serial: serial) {
+        case .keepCallback: clientStopHandler = callback
+        case .callNow: callback()
+        default: break
         }
     }
 
@@ -344,16 +291,16 @@ final class HTTPConnection: @unchecked Sendable {
     }
 
     private func respondUnansweredOnLoop(serial: UInt64) {
-        guard phase == .responding, serial == self.serial else { return }
+        guard machine.awaitsAnswer(serial) else { return }
         let error = HTTPFramingError(status: 500, message: "the request was not answered", requestHeaders: requestHeaders)
         respondOnLoop(serial: serial, with: front.server.problemResponder(error))
     }
 
     private func respondOnLoop(serial: UInt64, with response: HTTPResponse) {
-        guard phase == .responding, serial == self.serial else { return }
+        guard machine.awaitsAnswer(serial) else { return }
         clientStopHandler = nil
-        let close = !keepAlive || front.server.isDraining || Self.asksToClose(response.headers)
-        write(status: response.status, headers: response.headers, body: response.body, close: close || closeAfterAnswer, held: response.heldUntilWritten, note: response.note)
+        guard case .write(let close) = machine.answerReady(serial: serial, close: front.server.isDraining || Self.asksToClose(response.headers)) else { return }
+        write(status: response.status, headers: response.headers, body: response.body, close: close, held: response.heldUntilWritten, note: response.note)
     }
 
     private static func asksToClose(_ headers: HTTPHeaders) -> Bool {
@@ -365,7 +312,7 @@ final class HTTPConnection: @unchecked Sendable {
 
     /// Answers a request that could not be read, then closes.
     private func answer(_ error: HTTPFramingError) {
-        phase = .responding
+        guard case .refuse = machine.framingFailed() else { return }
         enableReading(false)
         dropPending()
         answeringHead = false
@@ -391,7 +338,6 @@ final class HTTPConnection: @unchecked Sendable {
     }
 
     private func write(status: Int, headers: HTTPHeaders, body: [UInt8], close: Bool, held: (any AnyObject & Sendable)? = nil, note: (any AnyObject & Sendable)? = nil) {
-        closeAfterAnswer = close
         let bodyless = status == 204 || status == 304 || status < 200
         let sendsBody = !(answeringHead || bodyless)
         if let observer = front.server.answerObserver {
@@ -442,9 +388,9 @@ final class HTTPConnection: @unchecked Sendable {
         outboxBodySent = max(0, sent - head.count)
         outboxHeld = held
         front.returnHeadBuffer(head)
-        phase = .writing
         guard watch(writeEvent, "event_add(write)") else { return }
-        arm(.write, after: front.configuration.writeTimeout)
+        let now = ContinuousClock.now
+        perform(machine.answerPartlyWritten(now: now), now: now)
         outboxCounted = outboxHead.count + outboxBody.count
         // Last: it may reset this very connection.
         front.answerHeld(outboxCounted)
@@ -452,7 +398,7 @@ final class HTTPConnection: @unchecked Sendable {
 
     /// Bytes of an answer still to be written; 0 when none waits.
     var unwrittenCount: Int {
-        phase == .writing ? outboxHead.count + outboxBody.count - outboxBodySent : 0
+        machine.phase == .writing ? outboxHead.count + outboxBody.count - outboxBodySent : 0
     }
 
     /// Resets the connection, its answer unread: past the loop's budget of
@@ -481,7 +427,7 @@ final class HTTPConnection: @unchecked Sendable {
     }
 
     fileprivate func writable() {
-        guard phase == .writing else { return }
+        guard machine.phase == .writing else { return }
         let written = outboxHead.withUnsafeBytes { head in
             outboxBody.withUnsafeBytes { body in
                 let rest = body.count - outboxBodySent
@@ -526,7 +472,8 @@ final class HTTPConnection: @unchecked Sendable {
     /// This connection's ``EvictionRank``; nil while its request is being
     /// answered, or once closed.
     var evictionRank: EvictionRank? {
-        switch phase {
+        let waitingSince = machine.waitingSince
+        switch machine.phase {
         case .reading:
             let arriving = parser.isInsideRequest || unparsedCount > 0
             return EvictionRank(tier: arriving ? .requestArriving : .noRequest, since: waitingSince)
@@ -542,91 +489,72 @@ final class HTTPConnection: @unchecked Sendable {
     /// Whether closing now could lose bytes the client is owed: an answer
     /// still being written, or one just written on a connection that is
     /// lingering so the client can read it.
-    var owesBytes: Bool { phase == .writing || phase == .lingering }
+    var owesBytes: Bool { machine.owesBytes }
 
     private func answerWritten() {
-        if front.isClosing {
-            close()
-            return
-        }
-        if closeAfterAnswer {
-            startLingering()
-            return
-        }
-        phase = .reading
-        enableReading(true)
-        arm(.idle, after: front.configuration.idleTimeout)
-        // An answer given while the handler was still being called comes
-        // back here; the caller then goes on with the pipelined bytes,
-        // without recursion. One given later (by a callback) starts a turn
-        // of its own.
-        if unparsedCount > 0 && !isDispatching && resumeTimer == nil {
-            requestsThisTurn = 0
-            parsePending()
-        }
-    }
-
-    /// Shuts our side, then reads and drops what the client still sends,
-    /// until it closes or the linger deadline: closing with unread bytes
-    /// would send a reset, which can destroy the answer before it is read.
-    private func startLingering() {
-        phase = .lingering
-        dropPending()
-        // ENOTCONN (the client has gone) needs nothing more: lingering ends
-        // at the EOF that follows.
-        _ = try? CCheck.posix(Int(gw_shutdown_write(fd)), "shutdown")
-        enableReading(true)
-        arm(.linger, after: front.configuration.lingerTimeout)
-    }
-
-    // MARK: - Deadlines
-
-    /// One libevent timer serves every deadline: it is re-armed only when a
-    /// new deadline is earlier than the one it is set for, and on firing
-    /// early it re-arms for what is left (as nginx's timers do).
-    private func arm(_ kind: Deadline, after duration: Duration) {
-        guard phase != .closed else { return }
         let now = ContinuousClock.now
-        let newDeadline = now + duration
-        deadline = newDeadline
-        deadlineKind = kind
-        waitingSince = now
-        if let armed = timerArmedUntil, armed <= newDeadline { return }
-        setTimer(after: duration, until: newDeadline)
+        perform(machine.answerWritten(frontClosing: front.isClosing, unparsed: unparsedCount, now: now), now: now)
     }
 
-    private func setTimer(after duration: Duration, until instant: ContinuousClock.Instant) {
-        let (seconds, attoseconds) = max(.zero, duration).components
-        var interval = timeval(tv_sec: Int(seconds), tv_usec: Int(attoseconds / 1_000_000_000_000))
-        guard let timerEvent, check(event_add(timerEvent, &interval), "event_add(timer)") else { return }
-        timerArmedUntil = instant
-    }
+    // MARK: - Actions and deadlines
 
-    fileprivate func timerFired() {
-        timerArmedUntil = nil
-        guard let deadline, phase != .closed else { return }
-        let now = ContinuousClock.now
-        if now < deadline {
-            setTimer(after: deadline - now, until: deadline)
-            return
-        }
-        self.deadline = nil
-        switch deadlineKind {
-        case .idle, .linger:
-            close()
-        case .write:
-            // The answer is lost either way: a reset frees the socket's
-            // buffers at once, where a close would leave the kernel
-            // trickling them to a client that does not read (as nginx's
-            // `reset_timedout_connection`).
-            _ = gw_socket_set_linger_zero(fd)
-            close()
-        case .read:
-            guard phase == .reading else { return }
+    /// Does what the machine answered, but for the actions only one place
+    /// asks for, which that place does. `now`: the instant the machine was
+    /// told, from which a timer's interval counts (nil when it was told
+    /// none, and so returns no timer).
+    private func perform(_ action: StateMachine.Action, now: ContinuousClock.Instant?) {
+        switch action {
+        case .none:
+            break
+        case .read(let timer):
+            enableReading(true)
+            setTimer(until: timer, now: now)
+        case .armTimer(let instant):
+            setTimer(until: instant, now: now)
+        case .readNext(let timer, let parse):
+            enableReading(true)
+            setTimer(until: timer, now: now)
+            // An answer given later than the handler's call (by a callback)
+            // starts a turn of its own with the held bytes.
+            if parse { parsePending() }
+        case .linger(let timer):
+            dropPending()
+            // ENOTCONN (the client has gone) needs nothing more: lingering
+            // ends at the EOF that follows.
+            _ = try? CCheck.posix(Int(gw_shutdown_write(fd)), "shutdown")
+            enableReading(true)
+            setTimer(until: timer, now: now)
+        case .stopReadingAndTellClientStopped:
+            enableReading(false)
+            tellClientStopped()
+        case .requestTimedOut:
             let milliseconds = front.configuration.readTimeout.components.seconds * 1000
                 + front.configuration.readTimeout.components.attoseconds / 1_000_000_000_000_000
             answer(HTTPFramingError(status: 408, message: "the request's header and body did not arrive within \(milliseconds) ms"))
+        case .close:
+            close()
+        case .reset:
+            _ = gw_socket_set_linger_zero(fd)
+            close()
+        case .parse, .hold, .drop, .handOver, .refuse, .write, .callNow, .keepCallback, .yield:
+            assertionFailure("\(action) is done where it is asked for")
         }
+    }
+
+    /// One libevent timer serves every deadline; the machine says when to
+    /// set it (as nginx's timers do: only for a deadline earlier than the
+    /// one it is set for, and again for what is left when it fires early).
+    private func setTimer(until instant: ContinuousClock.Instant?, now: ContinuousClock.Instant?) {
+        guard let instant, let now else { return }
+        let (seconds, attoseconds) = max(.zero, instant - now).components
+        var interval = timeval(tv_sec: Int(seconds), tv_usec: Int(attoseconds / 1_000_000_000_000))
+        guard let timerEvent else { return } // closed
+        _ = check(event_add(timerEvent, &interval), "event_add(timer)")
+    }
+
+    fileprivate func timerFired() {
+        let now = ContinuousClock.now
+        perform(machine.timerFired(now: now), now: now)
     }
 
     // MARK: - Closing
@@ -663,9 +591,7 @@ final class HTTPConnection: @unchecked Sendable {
     /// Closes the socket and frees the events; an answer that comes later
     /// is dropped. Idempotent.
     func close() {
-        guard phase != .closed else { return }
-        phase = .closed
-        deadline = nil
+        guard machine.close() else { return }
         for event in [readEvent, writeEvent, timerEvent] {
             if let event { event_free(event) }
         }

@@ -274,8 +274,6 @@ final class HTTPSConnectionPool: @unchecked Sendable {
     let configuration: HTTPSClientConfiguration
     unowned(unsafe) var client: HTTPSClient!
     private var connections: [Int: HTTPSConnection] = [:]
-    private var dnsBase: OpaquePointer?
-    private var hostsOnlyDNSBase: OpaquePointer?
     /// The `Host` field every request sends.
     let hostField: String
     /// Armed while this loop has idle connections: closes those past the
@@ -297,11 +295,6 @@ final class HTTPSConnectionPool: @unchecked Sendable {
         )
         if let common = event_base_init_common_timeout(loop.base, &timeout) { timeout = common.pointee }
         self.exchangeTimeout = timeout
-    }
-
-    deinit {
-        if let dnsBase { evdns_base_free(dnsBase, 0) }
-        if let hostsOnlyDNSBase { evdns_base_free(hostsOnlyDNSBase, 0) }
     }
 
     /// Asks for a lease; runs the request now, or queues it with a deadline.
@@ -343,7 +336,7 @@ final class HTTPSConnectionPool: @unchecked Sendable {
             connection = existing
         case .create(let id):
             do {
-                connection = try HTTPSConnection(pool: self, id: id, dnsBase: try dns())
+                connection = try HTTPSConnection(pool: self, id: id, dnsBase: try loop.resolver())
             } catch {
                 end(id, reusable: false)
                 request.complete(.failure(HTTPClientError(kind: .tls, message: error.description)))
@@ -442,28 +435,6 @@ final class HTTPSConnectionPool: @unchecked Sendable {
         connections[connection.id] = nil
         connection.markClosed()
         loop.execute { connection.free() }
-    }
-
-    /// The loop's resolver. One that came up without a name server (no
-    /// resolv.conf, or no descriptor free to read it or to open its
-    /// socket) is not kept: the next connection tries again, and meanwhile
-    /// a resolver of `/etc/hosts` alone serves (addresses need none).
-    private func dns() throws(TransportError) -> OpaquePointer {
-        if let dnsBase { return dnsBase }
-        if let base = evdns_base_new(loop.base, EVDNS_BASE_INITIALIZE_NAMESERVERS | EVDNS_BASE_DISABLE_WHEN_INACTIVE) {
-            if evdns_base_count_nameservers(base) > 0 {
-                dnsBase = base
-                return base
-            }
-            evdns_base_free(base, 0)
-        }
-        if let hostsOnlyDNSBase { return hostsOnlyDNSBase }
-        let base = try CCheck.pointer(evdns_base_new(loop.base, 0), "evdns_base_new")
-        hostsOnlyDNSBase = base
-        // Without the hosts file it still resolves nothing but addresses,
-        // which is all it is for until a full resolver comes up.
-        _ = try? CCheck.libevent(evdns_base_load_hosts(base, nil), "evdns_base_load_hosts")
-        return base
     }
 }
 

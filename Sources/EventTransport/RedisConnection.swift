@@ -1,6 +1,6 @@
 import CHiredis
+import CLibevent
 import CRedisShims
-import Dispatch
 #if canImport(FoundationEssentials)
 import FoundationEssentials
 #else
@@ -28,40 +28,29 @@ import Glibc
 /// Loop-bound: create it anywhere, then use it only on `loop` (``start()``,
 /// ``send(_:completion:)``, ``command(_:)``, ``close()``).
 ///
-/// All of hiredis stays in this file: the context, its callbacks and the
-/// `Unmanaged` back-pointer (`redisAsyncContext.data`, unretained: the
-/// connection outlives every context it makes, and clears the pointer
-/// before freeing one).
+/// Its rules (states, handshake, deadlines, which reply is whose, the
+/// retry) are ``RedisConnectionStateMachine``'s: this type tells the machine
+/// what happened and does what it answers. All of hiredis stays in this
+/// file: the context, its callbacks and the `Unmanaged` back-pointer
+/// (`redisAsyncContext.data`, unretained: the connection outlives every
+/// context it makes, and clears the pointer before freeing one).
 public final class RedisConnection: @unchecked Sendable {
     // @unchecked: every mutable field is touched on `loop` only (checked by
     // `preconditionInEventLoop` at each entry point).
 
     public typealias Completion = (Result<RedisValue, RedisError>) -> Void
 
-    private enum State {
-        /// Waiting for the next attempt (a backoff timer is armed), or not
-        /// started yet.
-        case idle
-        /// Resolving the host name off the loop.
-        case resolving
-        /// TCP connect, `AUTH` and `SELECT` under way.
-        case connecting
-        case ready
-        case closed
-    }
-
-    private struct Pending {
-        let sequence: UInt
-        let deadline: ContinuousClock.Instant
+    /// What is kept per command sent.
+    struct Pending {
         /// The most elements its reply may hold.
         let replyElements: Int
-        /// `AUTH`/`SELECT` of the connection itself.
-        let isHandshake: Bool
         /// A script's `EVALSHA`, sent again as `EVAL` with the script's
         /// text if Redis answers `NOSCRIPT`.
         let script: (script: RedisScript, command: RedisCommand)?
         let completion: Completion
     }
+
+    typealias StateMachine = RedisConnectionStateMachine<Pending, ContinuousClock>
 
     public let loop: EventLoop
     private let endpoint: RedisEndpoint
@@ -69,21 +58,10 @@ public final class RedisConnection: @unchecked Sendable {
     private let onMessage: ((String, [UInt8]) -> Void)?
     private let channels: [String]
 
-    private var state = State.idle
+    private var machine: StateMachine
     private var context: UnsafeMutablePointer<redisAsyncContext>?
-    /// Outstanding commands of `context`, oldest first: replies come in
-    /// order, so the head is the one the next reply answers.
-    private var pending: [Pending] = []
-    private var pendingHead = 0
-    private var handshakeLeft = 0
-    private var nextSequence: UInt = 1
     private var deadlineTimer: LoopTimer?
-    /// When ``deadlineTimer`` fires.
-    private var deadlineTimerAt = ContinuousClock.Instant.now
     private var retryTimer: LoopTimer?
-    private var connectTimer: LoopTimer?
-    /// Whether the connection last dropped was ready, for the observer.
-    private var droppedReady = false
     /// Whether this turn's commands are to be written when its callbacks
     /// are done (``flushSoon()``).
     private var flushArmed = false
@@ -100,6 +78,7 @@ public final class RedisConnection: @unchecked Sendable {
         self.onMessage = nil
         self.channels = []
         self.bounds = Self.makeBounds(elements: 0)
+        self.machine = Self.machine(endpoint, subscribes: false)
     }
 
     /// A subscriber connection: once connected it subscribes to `channels`
@@ -114,6 +93,17 @@ public final class RedisConnection: @unchecked Sendable {
         self.channels = channels
         // Subscription confirmations and messages: three elements each.
         self.bounds = Self.makeBounds(elements: 3)
+        self.machine = Self.machine(endpoint, subscribes: true)
+    }
+
+    private static func machine(_ endpoint: RedisEndpoint, subscribes: Bool) -> StateMachine {
+        StateMachine(
+            configuration: .init(
+                hasPassword: endpoint.password != nil, selectsDatabase: endpoint.database != 0, subscribes: subscribes,
+                connectTimeout: endpoint.connectTimeout, commandTimeout: endpoint.commandTimeout, retryInterval: retryInterval
+            ),
+            seed: UInt64.random(in: 1 ... .max)
+        )
     }
 
     deinit {
@@ -130,20 +120,19 @@ public final class RedisConnection: @unchecked Sendable {
     /// for (commands connections only: a subscriber's stays at 3).
     private func boundNextReply() {
         guard onMessage == nil else { return }
-        bounds.pointee.max_elements = pendingHead < pending.count ? Int32(clamping: pending[pendingHead].replyElements) : 0
+        bounds.pointee.max_elements = Int32(clamping: machine.nextCommand?.replyElements ?? 0)
     }
 
     /// Whether commands are sent now (else they fail at once).
     public var isReady: Bool {
         loop.preconditionInEventLoop()
-        return state == .ready
+        return machine.isReady
     }
 
     /// Starts connecting. On `loop`.
     public func start() {
         loop.preconditionInEventLoop()
-        guard state == .idle, retryTimer == nil else { return }
-        connect()
+        perform(machine.start())
     }
 
     /// Drops the connection now (outstanding commands fail at once with
@@ -154,22 +143,16 @@ public final class RedisConnection: @unchecked Sendable {
     /// timeout to find out. On `loop`.
     public func reset(_ reason: String) {
         loop.preconditionInEventLoop()
-        guard state == .ready || state == .connecting else { return }
-        drop(RedisError(.disconnected, reason), freeContext: true)
-        failed(reason)
+        perform(machine.reset(), message: reason)
     }
 
     /// Drops the connection for good: outstanding commands fail with
     /// ``RedisError/Kind/disconnected``, nothing reconnects. On `loop`.
     public func close() {
         loop.preconditionInEventLoop()
-        guard state != .closed else { return }
         retryTimer?.cancel()
         retryTimer = nil
-        drop(RedisError(.disconnected, "the Redis connection was closed"), freeContext: true)
-        if droppedReady { observer?.redisConnectionClosed(loop: loop.name) }
-        droppedReady = false
-        state = .closed
+        perform(machine.close())
     }
 
     // MARK: Commands
@@ -195,14 +178,18 @@ public final class RedisConnection: @unchecked Sendable {
     /// around `completion`: no allocation per script sent.
     func send(_ command: RedisCommand, script: RedisScript?, completion: @escaping Completion) {
         loop.preconditionInEventLoop()
-        guard state == .ready, onMessage == nil, let context else {
+        guard machine.isReady, onMessage == nil, let context else {
             completion(.failure(RedisError(.notConnected, "no Redis connection is ready")))
             return
         }
-        guard enqueue(command, on: context, deadline: .now + endpoint.commandTimeout, isHandshake: false, replyElements: command.replyElements, script: script, completion: completion) else {
+        let sequence = machine.nextSequence()
+        guard Self.submit(command, to: context, sequence: sequence) else {
             completion(.failure(RedisError(.disconnected, "hiredis refused the command")))
             return
         }
+        let first = machine.nextCommand == nil
+        perform(machine.sent(Pending(replyElements: command.replyElements, script: script.map { ($0, command) }, completion: completion), sequence: sequence, now: .now))
+        if first { boundNextReply() }
         flushSoon()
     }
 
@@ -221,38 +208,10 @@ public final class RedisConnection: @unchecked Sendable {
 
     private func flush() {
         flushArmed = false
-        guard state == .ready, let context else { return }
+        guard machine.isReady, let context else { return }
         // May end in hiredis's disconnect callback (a failed write), which
         // drops this context: nothing here touches it afterwards.
         redisAsyncHandleWrite(context)
-    }
-
-    private func enqueue(
-        _ command: RedisCommand, on context: UnsafeMutablePointer<redisAsyncContext>, deadline: ContinuousClock.Instant, isHandshake: Bool,
-        replyElements: Int = 0, script: RedisScript? = nil, completion: @escaping Completion
-    ) -> Bool {
-        let sequence = nextSequence
-        nextSequence &+= 1
-        if nextSequence == 0 { nextSequence = 1 }
-        guard Self.submit(command, to: context, sequence: sequence) else { return false }
-        track(sequence: sequence, deadline: deadline, isHandshake: isHandshake, replyElements: replyElements, script: script.map { ($0, command) }, completion: completion)
-        return true
-    }
-
-    /// Records a command sent: its reply is the next after those before it.
-    private func track(
-        sequence: UInt, deadline: ContinuousClock.Instant, isHandshake: Bool, replyElements: Int,
-        script: (script: RedisScript, command: RedisCommand)?, completion: @escaping Completion
-    ) {
-        pending.append(Pending(sequence: sequence, deadline: deadline, replyElements: replyElements, isHandshake: isHandshake, script: script, completion: completion))
-        if pendingHead == pending.count - 1 { boundNextReply() }
-        // A command's deadline may come before the one the timer watches
-        // (the handshake's, a second or more, right after a reconnect):
-        // the timer then moves to it, so every command has its own.
-        if deadlineTimer == nil || deadline < deadlineTimerAt {
-            deadlineTimer?.cancel()
-            armDeadline(at: deadline)
-        }
     }
 
     /// Hands the command to hiredis in the protocol's form (RESP), written
@@ -326,37 +285,44 @@ public final class RedisConnection: @unchecked Sendable {
 
     // MARK: Connecting
 
-    private func connect() {
-        state = .resolving
+    /// The address of the endpoint's host: itself when numeric, else
+    /// looked up by the loop's resolver (``EventLoop/resolver()``, the
+    /// upstream's as well), which calls ``resolved(_:)`` back on the loop.
+    private func resolve() {
         let host = endpoint.host
         if Self.isNumericAddress(host) {
-            open(address: host)
+            perform(machine.resolved(true), address: host)
             return
         }
-        // getaddrinfo blocks: never on a loop.
-        DispatchQueue.global().async { [self] in
-            let address = Self.resolve(host)
-            loop.execute { [self] in
-                guard state == .resolving else { return }
-                if let address {
-                    open(address: address)
-                } else {
-                    failed("cannot resolve the Redis host '\(host)'")
-                }
-            }
+        guard let resolver = try? loop.resolver() else {
+            perform(machine.resolved(false))
+            return
         }
+        var hints = addrinfo()
+        hints.ai_family = AF_UNSPEC
+        hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
+        // Retained until the callback, which evdns makes exactly once (at
+        // once when it knows the answer already).
+        let context = Unmanaged.passRetained(self).toOpaque()
+        _ = evdns_getaddrinfo(resolver, host, nil, &hints, redisHostResolved, context)
+    }
+
+    /// The loop's resolver answered: `list` is nil when the host has no
+    /// address.
+    fileprivate func resolved(_ list: UnsafeMutablePointer<addrinfo>?) {
+        let address = list.flatMap(Self.preferredAddress)
+        perform(machine.resolved(address != nil), address: address)
     }
 
     private func open(address: String) {
-        state = .connecting
         guard let context = redisAsyncConnect(address, Int32(endpoint.port)) else {
-            failed("cannot allocate a Redis connection")
+            perform(machine.openFailed(), message: "cannot allocate a Redis connection")
             return
         }
         if context.pointee.err != 0 {
             let message = Self.errorText(context)
             redisAsyncFree(context)
-            failed("cannot connect to Redis at \(endpoint.host):\(endpoint.port): \(message)")
+            perform(machine.openFailed(), message: "cannot connect to Redis at \(endpoint.host):\(endpoint.port): \(message)")
             return
         }
         context.pointee.data = Unmanaged.passUnretained(self).toOpaque()
@@ -367,100 +333,41 @@ public final class RedisConnection: @unchecked Sendable {
         guard gw_redis_libevent_attach(context, loop.base, bounds) == REDIS_OK else {
             context.pointee.data = nil
             redisAsyncFree(context)
-            failed("cannot attach the Redis connection to the event loop")
+            perform(machine.openFailed(), message: "cannot attach the Redis connection to the event loop")
             return
         }
         redisAsyncSetConnectCallback(context, redisConnectCallback)
         redisAsyncSetDisconnectCallback(context, redisDisconnectCallback)
         self.context = context
-        let deadline = ContinuousClock.now + endpoint.connectTimeout
-        connectTimer = loop.scheduleTimer(at: deadline) { [self] in
-            connectTimer = nil
-            guard state == .connecting else { return }
-            drop(RedisError(.timeout, "connecting to Redis timed out"), freeContext: true)
-            failed("connecting to Redis at \(endpoint.host):\(endpoint.port) took over \(endpoint.connectTimeout.milliseconds) ms")
-        }
+        guard case .handshake(let deadline) = machine.opened(now: .now) else { return }
+        armDeadline(at: deadline)
         // Queued now, sent once connected, answered before anything else.
-        handshakeLeft = 0
-        if let password = endpoint.password {
-            handshakeLeft += 1
-            _ = enqueue(RedisCommand([Array("AUTH".utf8), Array(password.utf8)]), on: context, deadline: deadline, isHandshake: true) { [self] result in
-                handshakeReplied(result, step: "AUTH")
+        // One hiredis refuses is never answered: the deadline drops the
+        // connection.
+        for step in machine.handshake {
+            let command = switch step {
+            case .auth: RedisCommand([Array("AUTH".utf8), Array((endpoint.password ?? "").utf8)])
+            case .select: RedisCommand([Array("SELECT".utf8), Array(String(endpoint.database).utf8)])
+            case .ping: RedisCommand([Array("PING".utf8)])
             }
-        }
-        if endpoint.database != 0 {
-            handshakeLeft += 1
-            _ = enqueue(RedisCommand([Array("SELECT".utf8), Array(String(endpoint.database).utf8)]), on: context, deadline: deadline, isHandshake: true) { [self] result in
-                handshakeReplied(result, step: "SELECT \(endpoint.database)")
-            }
-        }
-        // Redis itself must answer before the connection takes a command:
-        // a proxy or load balancer accepts TCP connections while the
-        // server behind it is cut off.
-        handshakeLeft += 1
-        _ = enqueue(RedisCommand([Array("PING".utf8)]), on: context, deadline: deadline, isHandshake: true) { [self] result in
-            handshakeReplied(result, step: "PING")
+            let sequence = machine.nextSequence()
+            if Self.submit(command, to: context, sequence: sequence) { machine.handshakeSent(step, sequence: sequence) }
         }
     }
 
     /// hiredis: the TCP connection is made or has failed.
     fileprivate func connected(_ context: UnsafePointer<redisAsyncContext>, ok: Bool) {
         guard UnsafePointer(self.context) == context else { return }
-        guard ok else {
-            let message = Self.errorText(context)
-            // hiredis frees the context itself after this callback.
-            drop(RedisError(.disconnected, "connecting to Redis failed"), freeContext: false)
-            failed("cannot connect to Redis at \(endpoint.host):\(endpoint.port): \(message)")
-            return
-        }
-    }
-
-    private func handshakeReplied(_ result: Result<RedisValue, RedisError>, step: String) {
-        guard state == .connecting else { return }
-        switch result {
-        case .success(.error(let message)):
-            // Only the reply's error code (WRONGPASS, NOAUTH, ERR) is kept:
-            // a server, or something posing as one, may echo the password
-            // in the rest.
-            drop(RedisError(.disconnected, "Redis refused \(step)"), freeContext: true)
-            if step == "AUTH" {
-                observer?.redisPasswordRefused(loop: loop.name, true)
-                failed("Redis refused the password (AUTH \(Self.errorCode(message))): check the password in GATEWAY_REDIS_URL or GATEWAY_REDIS_PASSWORD_FILE")
-            } else {
-                failed("Redis refused \(step) (\(Self.errorCode(message)))")
-            }
-        case .success:
-            handshakeLeft -= 1
-            if handshakeLeft == 0 { becomeReady() }
-        case .failure(let error):
-            // Already dropped (timeout or disconnect) by whoever failed it.
-            _ = error
-        }
-    }
-
-    private func becomeReady() {
-        if let context, onMessage != nil {
-            for channel in channels where !Self.subscribe(channel, on: context) {
-                // Left connecting: the connect timer drops it, outside
-                // hiredis's callbacks (freeing inside its connect callback
-                // is not safe in 0.14).
-                return
-            }
-        }
-        connectTimer?.cancel()
-        connectTimer = nil
-        state = .ready
-        if endpoint.password != nil { observer?.redisPasswordRefused(loop: loop.name, false) }
-        observer?.redisConnected(loop: loop.name)
+        // hiredis frees a context that failed itself, after this callback.
+        perform(machine.connected(ok), message: ok ? nil : "cannot connect to Redis at \(endpoint.host):\(endpoint.port): \(Self.errorText(context))", freeContext: false)
     }
 
     /// hiredis: a ready connection went away (the server closed it, a read
     /// failed). hiredis frees the context after this callback.
     fileprivate func disconnected(_ context: UnsafePointer<redisAsyncContext>) {
-        guard UnsafePointer(self.context) == context, state != .closed else { return }
+        guard UnsafePointer(self.context) == context else { return }
         let message = Self.errorText(context)
-        drop(RedisError(.disconnected, "the Redis connection was lost"), freeContext: false)
-        failed("the Redis connection was lost: \(message.isEmpty ? "closed by the server" : message)")
+        perform(machine.disconnected(), message: "the Redis connection was lost: \(message.isEmpty ? "closed by the server" : message)", freeContext: false)
     }
 
     // MARK: Replies and deadlines
@@ -468,26 +375,15 @@ public final class RedisConnection: @unchecked Sendable {
     /// hiredis: the reply to the command `sequence` (nil when the context is
     /// being freed and the command will get none).
     fileprivate func replied(_ reply: RedisValue?, sequence: UInt, context: UnsafeMutablePointer<redisAsyncContext>) {
-        guard self.context == context, pendingHead < pending.count, pending[pendingHead].sequence == sequence else { return }
-        let entry = pending[pendingHead]
-        pendingHead += 1
-        if pendingHead == pending.count {
-            pending.removeAll(keepingCapacity: true)
-            pendingHead = 0
-        } else if pendingHead >= 64, pendingHead * 2 >= pending.count {
-            pending.removeFirst(pendingHead)
-            pendingHead = 0
+        guard self.context == context else { return }
+        let kind: StateMachine.Reply = switch reply {
+        case nil: .lost
+        case .error?: .refused
+        default: .answered
         }
-        boundNextReply()
-        if let script = entry.script, case .error(let message)? = reply, message.hasPrefix("NOSCRIPT") {
-            send(script.command.replacingFirstTwo(with: Self.evalName, script.script.body), completion: entry.completion)
-            return
-        }
-        if let reply {
-            entry.completion(.success(reply))
-        } else {
-            entry.completion(.failure(RedisError(.disconnected, "the Redis connection was lost")))
-        }
+        let action = machine.replied(sequence: sequence, kind)
+        if case .deliver = action { boundNextReply() }
+        perform(action, reply: reply)
     }
 
     private static let evalName = Array("EVAL".utf8)
@@ -502,47 +398,11 @@ public final class RedisConnection: @unchecked Sendable {
     }
 
     private func armDeadline(at deadline: ContinuousClock.Instant) {
-        deadlineTimerAt = deadline
+        deadlineTimer?.cancel()
         deadlineTimer = loop.scheduleTimer(at: deadline) { [self] in
             deadlineTimer = nil
-            guard pendingHead < pending.count else { return }
-            // The earliest deadline outstanding: the head's, unless a
-            // handshake command with a longer one is still ahead of others.
-            let head = pending[pendingHead...].min { $0.deadline < $1.deadline }!
-            if head.deadline <= .now {
-                let wasConnecting = state == .connecting
-                if state == .ready { observer?.redisTimedOut(loop: loop.name) }
-                drop(RedisError(.timeout, "Redis did not answer within \(endpoint.commandTimeout.milliseconds) ms"), freeContext: true)
-                failed(wasConnecting
-                    ? "connecting to Redis at \(endpoint.host):\(endpoint.port) took over \(endpoint.connectTimeout.milliseconds) ms"
-                    : "Redis did not answer within \(endpoint.commandTimeout.milliseconds) ms (GATEWAY_REDIS_TIMEOUT_MS); reconnecting")
-            } else {
-                armDeadline(at: head.deadline)
-            }
+            perform(machine.timerFired(now: .now))
         }
-    }
-
-    /// Forgets the current context: every outstanding command fails with
-    /// `error`. `freeContext` is false inside hiredis's connect and
-    /// disconnect callbacks, after which hiredis frees it itself.
-    private func drop(_ error: RedisError, freeContext: Bool) {
-        let context = self.context
-        self.context = nil
-        let outstanding = pending[pendingHead...]
-        pending = []
-        pendingHead = 0
-        deadlineTimer?.cancel()
-        deadlineTimer = nil
-        connectTimer?.cancel()
-        connectTimer = nil
-        if let context {
-            // Its callbacks (NULL replies while it is freed) find no owner.
-            context.pointee.data = nil
-            if freeContext { redisAsyncFree(context) }
-        }
-        if state == .ready { droppedReady = true }
-        if state != .closed { state = .idle }
-        for entry in outstanding { entry.completion(.failure(error)) }
     }
 
     /// How long after a failed attempt or a lost connection the next
@@ -553,20 +413,124 @@ public final class RedisConnection: @unchecked Sendable {
     /// does not reconnect in step.
     public static let retryInterval = Duration.milliseconds(1000) ... Duration.milliseconds(1200)
 
-    /// An attempt failed or a connection was lost: tell the observer and
-    /// try again after ``retryInterval``, in the background.
-    private func failed(_ message: String) {
-        guard state != .closed else { return }
-        state = .idle
-        let wasReady = droppedReady
-        droppedReady = false
-        observer?.redisConnectionFailed(loop: loop.name, message: message, wasReady: wasReady)
-        let delay = Duration.milliseconds(Int.random(in: Int(Self.retryInterval.lowerBound.milliseconds) ... Int(Self.retryInterval.upperBound.milliseconds)))
-        retryTimer?.cancel()
-        retryTimer = loop.scheduleTimer(after: delay) { [self] in
-            retryTimer = nil
-            guard state == .idle else { return }
-            connect()
+    // MARK: Actions
+
+    /// Does what the machine answered. `message`: the observer's words for
+    /// a failure the caller saw (else the machine's reason is worded);
+    /// `freeContext` is false inside hiredis's connect and disconnect
+    /// callbacks, after which hiredis frees the context itself; `address`:
+    /// the host's, once resolved; `reply`: the reply being handed over.
+    private func perform(_ action: StateMachine.Action, message: String? = nil, freeContext: Bool = true, address: String? = nil, reply: RedisValue? = nil) {
+        switch action {
+        case .none:
+            break
+        case .resolve:
+            resolve()
+        case .open:
+            guard let address else { return }
+            open(address: address)
+        case .handshake(let deadline):
+            armDeadline(at: deadline)
+        case .subscribe:
+            guard let context else { return }
+            for channel in channels where !Self.subscribe(channel, on: context) {
+                // Left handshaking: the connect deadline drops it, outside
+                // hiredis's callbacks (freeing inside its connect callback
+                // is not safe in 0.14).
+                return
+            }
+            perform(machine.subscribed())
+        case .ready:
+            if endpoint.password != nil { observer?.redisPasswordRefused(loop: loop.name, false) }
+            observer?.redisConnected(loop: loop.name)
+        case .armTimer(let deadline):
+            armDeadline(at: deadline)
+        case .deliver(let entry):
+            if let script = entry.script, case .error(let message)? = reply, message.hasPrefix("NOSCRIPT") {
+                send(script.command.replacingFirstTwo(with: Self.evalName, script.script.body), completion: entry.completion)
+                return
+            }
+            if let reply {
+                entry.completion(.success(reply))
+            } else {
+                entry.completion(.failure(RedisError(.disconnected, "the Redis connection was lost")))
+            }
+        case .drop(let reason, let failing, let retryAfter, let wasReady):
+            if reason == .timedOut(connecting: false) { observer?.redisTimedOut(loop: loop.name) }
+            drop(freeContext: freeContext)
+            let error = dropError(reason, message: message)
+            for command in failing { command.entry.completion(.failure(error)) }
+            guard let retryAfter else {
+                if wasReady { observer?.redisConnectionClosed(loop: loop.name) }
+                return
+            }
+            if reason == .refused(.auth) { observer?.redisPasswordRefused(loop: loop.name, true) }
+            observer?.redisConnectionFailed(loop: loop.name, message: failureMessage(reason, message: message, reply: reply), wasReady: wasReady)
+            retryTimer?.cancel()
+            retryTimer = loop.scheduleTimer(after: retryAfter) { [self] in
+                retryTimer = nil
+                perform(machine.retryFired())
+            }
+        }
+    }
+
+    /// Forgets the current context and its deadline timer.
+    private func drop(freeContext: Bool) {
+        deadlineTimer?.cancel()
+        deadlineTimer = nil
+        guard let context else { return }
+        self.context = nil
+        // Its callbacks (NULL replies while it is freed) find no owner.
+        context.pointee.data = nil
+        if freeContext { redisAsyncFree(context) }
+    }
+
+    /// What the commands outstanding on a dropped connection fail with.
+    private func dropError(_ reason: StateMachine.DropReason, message: String?) -> RedisError {
+        switch reason {
+        case .closed: RedisError(.disconnected, "the Redis connection was closed")
+        case .reset: RedisError(.disconnected, message ?? "the Redis connection was reset")
+        case .timedOut: RedisError(.timeout, "Redis did not answer within \(endpoint.commandTimeout.milliseconds) ms")
+        case .lost: RedisError(.disconnected, "the Redis connection was lost")
+        case .connectFailed, .unresolved, .openFailed: RedisError(.disconnected, "connecting to Redis failed")
+        case .refused(let step): RedisError(.disconnected, "Redis refused \(stepName(step))")
+        }
+    }
+
+    /// The observer's words for a failure.
+    private func failureMessage(_ reason: StateMachine.DropReason, message: String?, reply: RedisValue?) -> String {
+        if let message { return message }
+        switch reason {
+        case .unresolved:
+            return "cannot resolve the Redis host '\(endpoint.host)'"
+        case .timedOut(connecting: true):
+            return "connecting to Redis at \(endpoint.host):\(endpoint.port) took over \(endpoint.connectTimeout.milliseconds) ms"
+        case .timedOut(connecting: false):
+            return "Redis did not answer within \(endpoint.commandTimeout.milliseconds) ms (GATEWAY_REDIS_TIMEOUT_MS); reconnecting"
+        case .refused(let step):
+            // Only the reply's error code (WRONGPASS, NOAUTH, ERR) is kept:
+            // a server, or something posing as one, may echo the password
+            // in the rest.
+            var code = "error"
+            if case .error(let text)? = reply { code = Self.errorCode(text) }
+            if step == .auth {
+                return "Redis refused the password (AUTH \(code)): check the password in GATEWAY_REDIS_URL or GATEWAY_REDIS_PASSWORD_FILE"
+            }
+            return "Redis refused \(stepName(step)) (\(code))"
+        case .lost:
+            return "the Redis connection was lost"
+        case .connectFailed, .openFailed:
+            return "cannot connect to Redis at \(endpoint.host):\(endpoint.port)"
+        case .reset, .closed:
+            return "the Redis connection was reset"
+        }
+    }
+
+    private func stepName(_ step: StateMachine.HandshakeStep) -> String {
+        switch step {
+        case .auth: "AUTH"
+        case .select: "SELECT \(endpoint.database)"
+        case .ping: "PING"
         }
     }
 
@@ -603,15 +567,9 @@ public final class RedisConnection: @unchecked Sendable {
         return inet_pton(AF_INET, host, &v4) == 1 || inet_pton(AF_INET6, host, &v6) == 1
     }
 
-    /// An address of `host`, as text, IPv4 first (Redis commonly binds
-    /// IPv4 only, and `localhost` may list `::1` first); blocking.
-    private static func resolve(_ host: String) -> String? {
-        var hints = addrinfo()
-        hints.ai_family = AF_UNSPEC
-        hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
-        var result: UnsafeMutablePointer<addrinfo>?
-        guard getaddrinfo(host, nil, &hints, &result) == 0, let list = result else { return nil }
-        defer { freeaddrinfo(result) }
+    /// An address of `list`, as text, IPv4 first (Redis commonly binds
+    /// IPv4 only, and `localhost` may list `::1` first).
+    private static func preferredAddress(_ list: UnsafeMutablePointer<addrinfo>) -> String? {
         var first = list
         var cursor: UnsafeMutablePointer<addrinfo>? = list
         while let entry = cursor {
@@ -680,6 +638,13 @@ private func redisReplyCallback(_ context: UnsafeMutablePointer<redisAsyncContex
 private func redisMessageCallback(_ context: UnsafeMutablePointer<redisAsyncContext>?, _ reply: UnsafeMutableRawPointer?, _ privdata: UnsafeMutableRawPointer?) {
     guard let context, let reply, let connection = owner(of: context) else { return }
     connection.message(RedisValue(reply: reply.assumingMemoryBound(to: redisReply.self)), context: context)
+}
+
+private func redisHostResolved(_ result: Int32, _ list: UnsafeMutablePointer<addrinfo>?, _ context: UnsafeMutableRawPointer?) {
+    guard let context else { preconditionFailure("a lookup without its Redis connection") }
+    let connection = Unmanaged<RedisConnection>.fromOpaque(context).takeRetainedValue()
+    defer { if let list { evutil_freeaddrinfo(list) } }
+    connection.resolved(result == 0 ? list : nil)
 }
 
 private func redisConnectCallback(_ context: UnsafePointer<redisAsyncContext>?, _ status: Int32) {
