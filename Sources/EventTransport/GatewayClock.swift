@@ -52,8 +52,7 @@ public struct GatewayClock: Sendable {
     }
 
     /// Calls `callback` on `loop` at `deadline` of this clock (on the
-    /// loop's next turn when it has passed, for the system's; at the next
-    /// advance for a manual source), unless the returned timer is
+    /// loop's next turn when it has passed), unless the returned timer is
     /// cancelled first. On `loop`'s thread only.
     public func scheduleTimer(on loop: EventLoop, at deadline: ContinuousClock.Instant, _ callback: @escaping () -> Void) -> ClockTimer {
         if let source { return ClockTimer(source.scheduleTimer(on: loop, at: deadline, callback)) }

@@ -93,21 +93,28 @@ struct CacheAgeingTests {
         #expect(try await gateway.fetch(Self.ids).get().serialized() == Self.expected)
         #expect(gateway.counter("gateway_stale_identifiers_total") == 6)
 
+        // A call that started within the window, whose fetch fails just
+        // after the window ended: the failure stands.
+        let waiting = try await gateway.start(Self.ids)
         await gateway.clock.advance(by: .milliseconds(1))
-        gateway.source.script(.failure(failure))
-        let error = try #require(try await gateway.fetch(Self.ids).failure)
+        await gateway.source.answerHeld(.failure(failure))
+        let error = try #require(await waiting.outcome().failure)
         #expect(error.code == failure.code)
         #expect(error.data?.objectValue?["reason"] == .string(failure.reason))
+        // And so it does for one that starts after it.
+        gateway.source.script(.failure(failure))
+        let after = try #require(try await gateway.fetch(Self.ids).failure)
+        #expect(after.data?.objectValue?["reason"] == .string(failure.reason))
         #expect(gateway.counter("gateway_stale_identifiers_total") == 6)
         #expect(gateway.counter("gateway_cache_hits_total") == 0)
-        #expect(gateway.source.asked.count == 4)
+        #expect(gateway.source.asked.count == 5)
 
         // The next success is kept: fresh hits again.
         gateway.source.script(.page(maxAge: 10))
         #expect(try await gateway.fetch(Self.ids).get().serialized() == Self.expected)
         #expect(try await gateway.fetch(Self.ids).get().serialized() == Self.expected)
         #expect(gateway.counter("gateway_cache_hits_total") == 3)
-        #expect(gateway.source.asked.count == 5)
+        #expect(gateway.source.asked.count == 6)
     }
 
     /// Only `connectionError` and `serviceUnavailable` fall back; the

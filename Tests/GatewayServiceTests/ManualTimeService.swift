@@ -82,8 +82,10 @@ final class PendingCall: Sendable {
     /// The outcome, if the call has been answered.
     var answered: Outcome? { state.withLock { $0.outcome } }
 
+    /// The first outcome stays.
     fileprivate func resolve(_ outcome: Outcome) {
-        let waiting = state.withLock { state in
+        let waiting: CheckedContinuation<Outcome, Never>? = state.withLock { state in
+            if state.outcome != nil { return nil }
             state.outcome = outcome
             defer { state.waiting = nil }
             return state.waiting
@@ -91,15 +93,21 @@ final class PendingCall: Sendable {
         waiting?.resume(returning: outcome)
     }
 
-    /// Waits for the outcome (the suite's time limit ends a call never answered).
+    /// Waits for the outcome. A call never answered ends at the suite's
+    /// time limit, which cancels the wait: the test then fails on an
+    /// outcome it does not expect, and does not hang.
     func outcome() async -> Outcome {
-        await withCheckedContinuation { continuation in
-            let ready: Outcome? = state.withLock { state in
-                if let outcome = state.outcome { return outcome }
-                state.waiting = continuation
-                return nil
+        await withTaskCancellationHandler {
+            await withCheckedContinuation { continuation in
+                let ready: Outcome? = state.withLock { state in
+                    if let outcome = state.outcome { return outcome }
+                    state.waiting = continuation
+                    return nil
+                }
+                if let ready { continuation.resume(returning: ready) }
             }
-            if let ready { continuation.resume(returning: ready) }
+        } onCancel: {
+            resolve(.failure(JSONRPCError(code: 0, message: "the test was cancelled before the call was answered")))
         }
     }
 }

@@ -6,7 +6,8 @@ import Synchronization
 /// the timers due by then fire in order of their deadlines (and of their
 /// arming, for equal ones), each on its own loop, and the clock reads each
 /// timer's deadline while it fires. A timer armed for a time already
-/// reached fires at the next advance, `advance(by: .zero)` included.
+/// reached fires on its loop's next turn, with no advance, as a loop timer
+/// does.
 ///
 /// The components take it as a ``GatewayClock`` (``gatewayClock``); the
 /// loops stay real, so what a timer's callback does runs where it does in
@@ -58,10 +59,13 @@ package final class ManualClock: TimeSource {
     package func scheduleTimer(on loop: EventLoop, at deadline: ContinuousClock.Instant, _ callback: @escaping () -> Void) -> any TimeSourceTimer {
         loop.preconditionInEventLoop()
         let timer = Timer(loop: loop, callback: callback)
-        state.withLock { state in
+        let due = state.withLock { state in
+            guard deadline > state.now else { return true }
             state.armed.append(Armed(id: state.nextID, deadline: deadline, loop: loop, timer: timer))
             state.nextID += 1
+            return false
         }
+        if due { loop.execute { timer.fire() } }
         return timer
     }
 
