@@ -210,9 +210,12 @@ let package = Package(
         .executableTarget(name: "JSONRPCFuzz", dependencies: ["JSONRPC", "ProductsDomain", "MemoryTier", "RedisTier", "Tracing"], swiftSettings: strictSwift),
 
         // MARK: Tests.
+        // Manual time for tests (a clock that moves when the test says so,
+        // firing the timers due by then): test targets only, never the gateway.
+        .target(name: "ManualTime", dependencies: ["EventTransport"], path: "Tests/ManualTime", swiftSettings: testSwift),
         .testTarget(
             name: "EventTransportTests",
-            dependencies: ["EventTransport", "HTTPFraming", .product(name: "Logging", package: "swift-log")],
+            dependencies: ["EventTransport", "HTTPFraming", "ManualTime", .product(name: "Logging", package: "swift-log")],
             swiftSettings: testSwift
         ),
         .testTarget(name: "HTTPFramingTests", dependencies: ["HTTPFraming"], swiftSettings: testSwift),
@@ -222,9 +225,9 @@ let package = Package(
         .testTarget(name: "ServiceDescriptionTests", dependencies: ["ServiceDescription", "JSONRPC"], swiftSettings: testSwift),
         .testTarget(name: "FaultProxyTests", dependencies: ["FaultProxy"], swiftSettings: testSwift),
         .testTarget(name: "GatewayMetricsTests", dependencies: ["GatewayMetrics"], swiftSettings: testSwift),
-        .testTarget(name: "MemoryTierTests", dependencies: ["MemoryTier", "GatewayMetrics", "EventTransport", "ProductsDomain", "JSONRPC"], swiftSettings: testSwift),
-        .testTarget(name: "RedisTierTests", dependencies: ["RedisTier", "MemoryTier", "GatewayMetrics", "EventTransport", "ProductsDomain", "JSONRPC"], swiftSettings: testSwift),
-        .testTarget(name: "GatewayServiceTests", dependencies: ["GatewayService", "MemoryTier", "RedisTier", "GatewayMetrics", "ProductsDomain", "JSONRPC", "Tracing"], swiftSettings: testSwift),
+        .testTarget(name: "MemoryTierTests", dependencies: ["ManualTime", "MemoryTier", "GatewayMetrics", "EventTransport", "ProductsDomain", "JSONRPC"], swiftSettings: testSwift),
+        .testTarget(name: "RedisTierTests", dependencies: ["ManualTime", "RedisTier", "MemoryTier", "GatewayMetrics", "EventTransport", "ProductsDomain", "JSONRPC"], swiftSettings: testSwift),
+        .testTarget(name: "GatewayServiceTests", dependencies: ["ManualTime", "GatewayService", "MemoryTier", "RedisTier", "GatewayMetrics", "ProductsDomain", "JSONRPC", "Tracing"], swiftSettings: testSwift),
         .testTarget(
             name: "IntegrationTests",
             dependencies: [

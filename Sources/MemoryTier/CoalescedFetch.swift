@@ -17,7 +17,7 @@ package final class CoalescedFetch: Sendable {
 
         struct Waiting {
             let callback: (Outcome) -> Void
-            var timer: LoopTimer?
+            var timer: ClockTimer?
         }
 
         /// Called at most once: the state machine hands a waiter out once.
@@ -48,29 +48,33 @@ package final class CoalescedFetch: Sendable {
     /// The span of the call that started the fetch: the calls that join
     /// it link their spans to it. Nil when that call is not recorded.
     package let origin: SpanContext?
+    /// What the waiters' deadlines are timed on.
+    private let clock: GatewayClock
     private let state = Mutex(FetchPromiseStateMachine<Outcome, LoopWaiter>())
     private let nextWaiterID = Atomic<Int>(0)
 
-    package init(scope: FetchScope, identifiers: [String], origin: SpanContext? = nil) {
+    package init(scope: FetchScope, identifiers: [String], origin: SpanContext? = nil, clock: GatewayClock = .system) {
         self.scope = scope
         self.identifiers = identifiers
         self.keys = ScopedIdentifier.keys(scope: scope, identifiers: identifiers)
         self.origin = origin
+        self.clock = clock
     }
 
     /// A fetch of `identifiers` of `scope`, whose coalescer keys (in the
     /// same order) are `keys`.
-    package init(scope: FetchScope, identifiers: [String], keys: [ScopedIdentifier], origin: SpanContext? = nil) {
+    package init(scope: FetchScope, identifiers: [String], keys: [ScopedIdentifier], origin: SpanContext? = nil, clock: GatewayClock = .system) {
         self.scope = scope
         self.identifiers = identifiers
         self.keys = keys
         self.origin = origin
+        self.clock = clock
     }
 
     /// Waits for the outcome on `loop`, with no task: `callback` runs once,
     /// on `loop` (the fetch may finish on another: the outcome comes back
     /// here), with the outcome or,
-    /// at `deadline`, with `failure`; at once (before this returns) when
+    /// at `deadline` (of the fetch's clock), with `failure`; at once (before this returns) when
     /// the fetch has already ended.
     ///
     /// - Precondition: called on `loop`.
@@ -85,7 +89,7 @@ package final class CoalescedFetch: Sendable {
             // Set before any delivery can run: one from another thread
             // hops to this loop, which is busy with this call until it
             // returns. A deadline already past fires on the loop's next turn.
-            waiter.waiting.value.timer = loop.scheduleTimer(at: deadline) { [self] in
+            waiter.waiting.value.timer = clock.scheduleTimer(on: loop, at: deadline) { [self] in
                 if let waiter = state.withLock({ $0.removeWaiter(id) }) {
                     waiter.deliver(.failure(failure))
                 }

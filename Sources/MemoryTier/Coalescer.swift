@@ -1,3 +1,4 @@
+package import EventTransport
 package import ProductsDomain
 package import Tracing
 import Synchronization
@@ -14,7 +15,12 @@ import Synchronization
 /// The state machine lives under one mutex held only for dictionary work;
 /// starting fetches and resuming waiters happen outside it.
 package final class Coalescer: Sendable {
-    package init() {}
+    /// What the waiters of its fetches time their deadlines on.
+    private let clock: GatewayClock
+
+    package init(clock: GatewayClock = .system) {
+        self.clock = clock
+    }
 
     private struct State {
         package var machine = CoalescerStateMachine<CoalescedFetch>()
@@ -52,7 +58,7 @@ package final class Coalescer: Sendable {
             let plan = state.machine.plan(keys: keys)
             var started: [CoalescedFetch] = []
             func startFetch(identifiers: [String], keys: [ScopedIdentifier]) {
-                let fetch = CoalescedFetch(scope: scope, identifiers: identifiers, keys: keys, origin: origin)
+                let fetch = CoalescedFetch(scope: scope, identifiers: identifiers, keys: keys, origin: origin, clock: clock)
                 if let failure = state.released { fetch.releaseWaiters(with: failure) }
                 state.machine.register(fetch, keys: keys)
                 running.enter()

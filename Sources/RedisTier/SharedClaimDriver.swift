@@ -22,7 +22,7 @@ package final class SharedClaimDriver: SharedLeaseHolder, @unchecked Sendable {
     private let token: String
     private var machine: SharedClaimStateMachine<SourcePage>
     /// While anything is waited for: the next look at the entries and claims.
-    private var pollTimer: LoopTimer?
+    private var pollTimer: ClockTimer?
     /// The loop's renewal sweep, while this replica fetches under its
     /// leases (the one way leases are renewed, as for ``LeasedFetch``).
     private var renewals: SharedLeaseRenewals?
@@ -62,7 +62,7 @@ package final class SharedClaimDriver: SharedLeaseHolder, @unchecked Sendable {
             registered = true
             tier.waiters.register(self, scope: request.scope, identifiers: request.identifiers)
         }
-        perform(machine.start(now: .now))
+        perform(machine.start(now: tier.clock.now))
     }
 
     /// The subscriber dropped: no outcome can arrive any more. On `loop`.
@@ -78,7 +78,7 @@ package final class SharedClaimDriver: SharedLeaseHolder, @unchecked Sendable {
         switch message.kind {
         case .success(let page): perform(machine.received(message.identifiers, .success(page)))
         case .failure(let failure): perform(machine.received(message.identifiers, .failure(failure)))
-        case .released: perform(machine.released(message.identifiers, now: .now))
+        case .released: perform(machine.released(message.identifiers, now: tier.clock.now))
         }
     }
 
@@ -89,7 +89,7 @@ package final class SharedClaimDriver: SharedLeaseHolder, @unchecked Sendable {
                 tier.claim(identifiers, scope: request.scope, token: token, on: connection) { [self] reply in
                     if let reply {
                         claimedInClaimKeys.formUnion(reply.wonInClaimKeys)
-                        perform(machine.claimed(identifiers, won: reply.won, unflagged: reply.unflagged, entries: reply.entries, now: .now))
+                        perform(machine.claimed(identifiers, won: reply.won, unflagged: reply.unflagged, entries: reply.entries, now: tier.clock.now))
                     } else {
                         // Redis stalled or failed: what is waited for could
                         // wait in vain; carry on alone.
@@ -118,9 +118,9 @@ package final class SharedClaimDriver: SharedLeaseHolder, @unchecked Sendable {
                 }
             case .waitUntil(let deadline):
                 pollTimer?.cancel()
-                pollTimer = loop.scheduleTimer(at: deadline) { [self] in
+                pollTimer = tier.clock.scheduleTimer(on: loop, at: deadline) { [self] in
                     pollTimer = nil
-                    perform(machine.pollDue(now: .now))
+                    perform(machine.pollDue(now: tier.clock.now))
                 }
             case .waitsEnded(let end, let count):
                 tier.metrics.recordSharedWaitsEnded(end.rawValue, count)

@@ -16,12 +16,15 @@ package final class SharedLeaseRenewals: @unchecked Sendable {
     // @unchecked: `holders` and `timer` are touched on `loop` only.
     private let loop: EventLoop
     private let period: Duration
+    /// What the sweeps' period is timed on.
+    private let clock: GatewayClock
     private var holders: [ObjectIdentifier: any SharedLeaseHolder] = [:]
-    private var timer: LoopTimer?
+    private var timer: ClockTimer?
 
-    package init(loop: EventLoop, period: Duration) {
+    package init(loop: EventLoop, period: Duration, clock: GatewayClock = .system) {
         self.loop = loop
         self.period = period
+        self.clock = clock
     }
 
     /// Renews `holder`'s leases at every sweep until ``remove(_:)``.
@@ -49,7 +52,7 @@ package final class SharedLeaseRenewals: @unchecked Sendable {
     }
 
     private func arm() {
-        timer = loop.scheduleTimer(after: period) { [self] in
+        timer = clock.scheduleTimer(on: loop, after: period) { [self] in
             timer = nil
             guard !holders.isEmpty else { return }
             for holder in holders.values { holder.renewLeases() }

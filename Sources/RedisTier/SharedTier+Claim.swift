@@ -62,7 +62,7 @@ extension SharedTier {
                     return
                 }
             }
-            let nowUnixMS = SharedTier.unixMilliseconds()
+            let nowUnixMS = self.clock.unixMilliseconds
             var products: [String: EncodedJSON] = [:]
             var found = Set<String>()
             var freshFor = Int64.max

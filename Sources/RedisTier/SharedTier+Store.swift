@@ -56,7 +56,7 @@ extension SharedTier {
     /// windows); nil when the page may not be kept.
     package func entryArguments(_ page: SourcePage, scope: FetchScope, identifiers: [String]) -> EntryArguments? {
         guard let maxAge = page.maxAgeSeconds, maxAge > 0, maxTTLSeconds > 0 else { return nil }
-        let nowUnixMS = Self.unixMilliseconds()
+        let nowUnixMS = clock.unixMilliseconds
         let fresh = Int64(min(maxAge, maxTTLSeconds)) * 1000
         // Clamped into the entry's ranges, whoever made the page (the
         // upstream, or another replica's message).

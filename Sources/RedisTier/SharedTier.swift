@@ -62,6 +62,9 @@ package final class SharedTier: Sendable {
     package static let poll = Duration.milliseconds(250)
     /// This replica's part of every claim token (random per process).
     package let replicaToken: String
+    /// What entries' fresh-until (wall time, read by every replica), the
+    /// waits' polls and the lease renewals are timed on.
+    package let clock: GatewayClock
     let nextClaim = Atomic<Int>(0)
 
     /// - Parameters:
@@ -74,8 +77,11 @@ package final class SharedTier: Sendable {
     ///     identifiers is dropped unread.
     ///   - waitPatience: `UPSTREAM_TIMEOUT_MS`: no lease is waited on
     ///     longer, nor with less time left.
-    package init(configuration: RedisSettings, loops: [EventLoop], maxTTLSeconds: Int, maxStaleSeconds: Int, coalesces: Bool = false, upstreamMaxIDs: Int = 1_000, waitPatience: Duration? = nil, metrics: GatewayMetrics, logger: Logger) {
+    ///   - clock: the system's, or a test's manual clock. Redis's own key
+    ///     expiries stay on Redis's clock.
+    package init(configuration: RedisSettings, loops: [EventLoop], maxTTLSeconds: Int, maxStaleSeconds: Int, coalesces: Bool = false, upstreamMaxIDs: Int = 1_000, waitPatience: Duration? = nil, metrics: GatewayMetrics, logger: Logger, clock: GatewayClock = .system) {
         self.waitPatience = waitPatience
+        self.clock = clock
         let endpoint = RedisEndpoint(
             host: configuration.host,
             port: configuration.port,
@@ -132,7 +138,7 @@ package final class SharedTier: Sendable {
             connections.fill(loop, with: connection)
             lookupBatches.fill(loop, with: lookupBatch)
             releaseBatches.fill(loop, with: releaseBatch)
-            renewals.fill(loop, with: SharedLeaseRenewals(loop: loop, period: Self.renewal))
+            renewals.fill(loop, with: SharedLeaseRenewals(loop: loop, period: Self.renewal, clock: clock))
         }
     }
 
@@ -212,10 +218,6 @@ package final class SharedTier: Sendable {
     /// A stale window in the entry's range: 0 to `cap` (at most 7 days).
     package static func window(_ seconds: Int?, cap: Int) -> Int32 {
         Int32(clamping: min(max(seconds ?? 0, 0), cap, Int(SharedCacheEntry.windowRange.upperBound)))
-    }
-
-    package static func unixMilliseconds() -> Int64 {
-        Int64((Date().timeIntervalSince1970 * 1000).rounded(.down))
     }
 
     /// A reply for a log line, short and without values.

@@ -3,13 +3,16 @@ import EventTransport
 @testable import GatewayService
 @testable import MemoryTier
 import JSONRPC
+import ManualTime
 import ProductsDomain
+import Synchronization
 import Testing
 
 /// The call over the merge buffer, on a real loop: a caller whose deadline
 /// passes leaves the merged call to the others. The source below the
 /// buffer is answered by the test; each step waits for the event it needs
-/// (a request made, an answer given), never for time.
+/// (a request made, an answer given), and the deadline passes on manual
+/// time.
 @Suite("A merged call's deadlines", .timeLimit(.minutes(1)))
 final class MergedCallDeadlineTests {
     typealias Outcome = Result<SourcePage, ProductsFetchFailure>
@@ -55,7 +58,7 @@ final class MergedCallDeadlineTests {
         let base = StreamedSource()
         let loop = group.loops[0]
         let source = MergingSource(base: base, loops: [loop], maxIdentifiers: 50, window: .zero)
-        // A minute's deadline: the staying call must outlast a starved test.
+        let clock = ManualClock()
         let service = ProductsFetchService(
             settings: .init(
                 appID: "demo",
@@ -66,24 +69,35 @@ final class MergedCallDeadlineTests {
                 regionResolver: RegionResolver(configuredDefault: nil, systemLocale: SystemLocale(environment: [:]))
             ),
             source: source,
-            metrics: GatewayMetrics()
+            metrics: GatewayMetrics(),
+            sharedTier: nil,
+            clock: clock.gatewayClock
         )
         let (answers, answered) = AsyncStream.makeStream(of: (name: String, outcome: Result<JSONValue, JSONRPCError>).self)
+        let names = Mutex<[String]>([])
         let first = try AnswerBytesTests.params(["premium_monthly"])
         let second = try AnswerBytesTests.params(["coins_100"])
         loop.execute {
             // All but 300 ms of the deadline gone for the first, none for the second.
-            for (name, params, arrived) in [("leaving", first, ContinuousClock.now - .milliseconds(59_700)), ("staying", second, .now)] {
+            for (name, params, arrived) in [("leaving", first, clock.now - .milliseconds(59_700)), ("staying", second, clock.now)] {
                 let context = RPCCallContext(requestID: name, logger: AnswerBytesTests.logger, loop: loop, arrived: arrived)
+                let answer: @Sendable (Result<JSONValue, JSONRPCError>) -> Void = { outcome in
+                    names.withLock { $0.append(name) }
+                    answered.yield((name, outcome))
+                }
                 switch service.fetchImmediately(params: params, context: context) {
-                case .answer(let outcome): answered.yield((name, outcome))
-                case .later(let later): later { outcome in answered.yield((name, outcome)) }
+                case .answer(let outcome): answer(outcome)
+                case .later(let later): later(answer)
                 }
             }
         }
         var requests = base.asked.makeAsyncIterator()
         let merged = try #require(await requests.next())
         #expect(merged.request.identifiers == ["premium_monthly", "coins_100"])
+        await clock.advance(by: .milliseconds(299))
+        #expect(names.withLock { $0 }.isEmpty)
+        await clock.advance(by: .milliseconds(1))
+        #expect(names.withLock { $0 } == ["leaving"])
         // The leaving call is answered first, while the merged call is
         // still out.
         var outcomes = answers.makeAsyncIterator()

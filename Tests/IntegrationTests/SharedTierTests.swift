@@ -117,7 +117,7 @@ struct SharedTierTests {
             upstream.upstream.setCacheControl(cacheControl)
             let first = try await gateways[0].fetchProducts(Self.ids)
             try await UpstreamScenario.waitFor("three stored keys") { (try? redis.keys("test-gw:v1:p:*").count) == 3 }
-            // Wall clock: the entries age on the replicas' own clocks (max-age=1).
+            // Wall clock: the entries age on two gateway processes' system clocks, which a test cannot move (max-age=1).
             try await Task.sleep(for: .milliseconds(1200))
             upstream.upstream.setStandingFault(.status(503))
             let stale = try await gateways[1].fetchProducts(Self.ids)

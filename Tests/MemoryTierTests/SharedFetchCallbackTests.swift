@@ -1,13 +1,14 @@
 import EventTransport
 @testable import GatewayMetrics
 @testable import MemoryTier
+import ManualTime
 import ProductsDomain
 import Synchronization
 import Testing
 
 /// The shared fetch's waiters by callback (`whenDone`), on real loops:
 /// delivery on the waiter's own loop whoever finishes the fetch, each
-/// waiter's own deadline as a loop timer, and an outcome already there
+/// waiter's own deadline (on manual time), and an outcome already there
 /// delivered at once.
 @Suite("CoalescedFetch by callback", .timeLimit(.minutes(1)))
 final class SharedFetchCallbackTests {
@@ -64,18 +65,29 @@ final class SharedFetchCallbackTests {
         #expect(b.maxAge == 17 && b.onItsLoop)
     }
 
+    /// The short waiter leaves at its deadline, not a moment before (its
+    /// timer is the one still armed until then); the other stays and gets
+    /// the result, its own timer cancelled.
     @Test func aWaiterWhoseDeadlinePassesLeavesAndTheOtherStillGetsTheResult() async throws {
-        let fetch = CoalescedFetch(scope: Self.scope, identifiers: ["a"])
+        let clock = ManualClock()
+        let fetch = CoalescedFetch(scope: Self.scope, identifiers: ["a"], clock: clock.gatewayClock)
         let loop = group.loops[0]
         let registered = Registrations()
-        async let short = Self.wait(fetch, on: loop, until: .now + .milliseconds(50)) { registered.increment() }
-        async let long = Self.wait(fetch, on: loop, until: .now + .seconds(60)) { registered.increment() }
+        async let short = Self.wait(fetch, on: loop, until: clock.now + .milliseconds(50)) { registered.increment() }
+        async let long = Self.wait(fetch, on: loop, until: clock.now + .seconds(60)) { registered.increment() }
+        await registered.reached(2)
+        await clock.advance(by: .milliseconds(49))
+        #expect(clock.armedCount == 2)
+        await clock.advance(by: .milliseconds(1))
+        #expect(clock.armedCount == 1)
+        // Finished after the short deadline: the short waiter has left
+        // with its failure (a waiter still there would get the page).
+        fetch.finish(.success(Self.page))
         let left = await short
         #expect(left.failure == Self.deadlineFailure && left.onItsLoop)
-        await registered.reached(2)
-        fetch.finish(.success(Self.page))
         let stayed = await long
         #expect(stayed.maxAge == 17 && stayed.failure == nil && stayed.onItsLoop)
+        #expect(clock.armedCount == 0)
     }
 
     @Test func anOutcomeAlreadyThereIsDeliveredBeforeWhenDoneReturns() async {

@@ -43,7 +43,10 @@ public final class ProductsFetchService: Sendable {
 
     fileprivate let settings: Settings
     private let source: any ProductSource
-    fileprivate let coalescer = Coalescer()
+    /// What the cache's entries age on and the call's deadline is timed
+    /// on: the system's clocks, or a test's manual clock.
+    fileprivate let clock: GatewayClock
+    fileprivate let coalescer: Coalescer
     fileprivate let cache: ResponseCache
     fileprivate let metrics: GatewayMetrics
     /// The shared tier (Redis), when `GATEWAY_REDIS_URL` is set.
@@ -60,9 +63,11 @@ public final class ProductsFetchService: Sendable {
         self.init(settings: settings, source: source, metrics: metrics, sharedTier: nil)
     }
 
-    init(settings: Settings, source: any ProductSource, metrics: GatewayMetrics, sharedTier: SharedTier?) {
+    init(settings: Settings, source: any ProductSource, metrics: GatewayMetrics, sharedTier: SharedTier?, clock: GatewayClock = .system) {
         self.settings = settings
         self.source = source
+        self.clock = clock
+        self.coalescer = Coalescer(clock: clock)
         self.cache = ResponseCache(maxTTLSeconds: settings.cacheMaxTTLSeconds, maxStaleSeconds: settings.cacheMaxStaleSeconds, maxBytes: settings.cacheMaxBytes, metrics: metrics)
         self.metrics = metrics
         self.sharedTier = sharedTier
@@ -108,7 +113,7 @@ public final class ProductsFetchService: Sendable {
         // Nil unless LOG_LEVEL=debug.
         var steps = CallSteps(context: context, identifiers: parsed.productIdentifiers.count)
         // One clock read for the lookup and the deadline check after it.
-        let now = ContinuousClock.now
+        let now = clock.now
         // The call is made in the machine and looked up in place: built
         // apart and handed over, it was copied whole (a reference count per
         // field) on every call.
@@ -197,7 +202,7 @@ public final class ProductsFetchService: Sendable {
     fileprivate func absorbShared(_ found: [SharedCacheEntry?], asked: [String], into call: inout CallInProgress, on loop: EventLoop) {
         // Empty: nothing found (``SharedTier/Lookup/entries``).
         guard !found.isEmpty else { return }
-        let nowUnixMS = SharedTier.unixMilliseconds()
+        let nowUnixMS = clock.unixMilliseconds
         var kept: [ResponseCache.SharedAnswer] = []
         var fresh: [String: ProductAnswer] = [:]
         var anyStale = false
@@ -212,7 +217,7 @@ public final class ProductsFetchService: Sendable {
         }
         guard !kept.isEmpty else { return }
         let identifiers = call.identifiers
-        cache.store(shared: kept, scope: call.scope, now: .now)
+        cache.store(shared: kept, scope: call.scope, now: clock.now)
         if !fresh.isEmpty {
             for index in identifiers.indices where call.answers[index] == nil {
                 if let answer = fresh[identifiers[index]] { call.answers[index] = answer }
@@ -223,7 +228,7 @@ public final class ProductsFetchService: Sendable {
             // Now in memory: `stale-while-revalidate` ones answer (and are
             // refreshed) as a memory lookup would have answered them.
             var revalidating: [String] = []
-            _ = cache.lookup(scope: call.scope, identifiers: identifiers, now: .now, into: &call.answers, revalidating: &revalidating)
+            _ = cache.lookup(scope: call.scope, identifiers: identifiers, now: clock.now, into: &call.answers, revalidating: &revalidating)
             if !revalidating.isEmpty {
                 metrics.recordStaleIdentifiers(revalidating.count)
                 revalidate(revalidating, scope: call.scope, requestID: call.requestID, deadline: call.deadline, trace: call.trace, preclaim: &call.preclaim, on: loop)
@@ -281,6 +286,7 @@ public final class ProductsFetchService: Sendable {
         let source = self.source
         let cache = self.cache
         let coalescer = self.coalescer
+        let clock = self.clock
         source.fetch(request, on: loop) { answered in
             // Only what this fetch asked for, byte for byte, reaches the
             // cache and the calls waiting on it.
@@ -288,7 +294,7 @@ public final class ProductsFetchService: Sendable {
             if case .success(let page) = outcome {
                 // Stored before the identifiers are released, so a call
                 // arriving in between finds one or the other.
-                cache.store(page, scope: fetch.scope, identifiers: fetch.identifiers, now: .now)
+                cache.store(page, scope: fetch.scope, identifiers: fetch.identifiers, now: clock.now)
             }
             coalescer.finish(fetch, with: outcome)
         }
@@ -370,13 +376,13 @@ private final class ProductsCallDriver {
                 // not looked up: no Redis round trip, and no lease that no
                 // fetch would run under.
                 guard let tier = service.sharedTier else {
-                    action = machine.sharedTierAnswered(now: .now)
+                    action = machine.sharedTierAnswered(now: service.clock.now)
                     continue
                 }
                 let (asked, keys) = service.coalescer.notInFlightKeys(scope: machine.call.scope, identifiers: missing)
                 if let keys { lookupKeys = (asked, keys) }
                 guard !asked.isEmpty else {
-                    action = machine.sharedTierAnswered(now: .now)
+                    action = machine.sharedTierAnswered(now: service.clock.now)
                     continue
                 }
                 // The reply comes on this loop (its connection is the loop's).
@@ -414,7 +420,7 @@ private final class ProductsCallDriver {
                 return
             case .coverWithStale(let fetch):
                 let fallback = service.cache.fillStaleIfError(
-                    scope: machine.call.scope, identifiers: machine.call.identifiers, failedIdentifiers: fetch.identifiers, now: .now, into: &machine.call.answers
+                    scope: machine.call.scope, identifiers: machine.call.identifiers, failedIdentifiers: fetch.identifiers, now: service.clock.now, into: &machine.call.answers
                 )
                 service.metrics.recordStaleIdentifiers(fallback.filled)
                 steps?.staleCovered(machine.call.answers)
@@ -438,7 +444,7 @@ private final class ProductsCallDriver {
         machine.call.preclaim = found?.claims
         if let found { service.absorbShared(found.entries, asked: asked, into: &machine.call, on: loop) }
         steps?.sharedTierAnswered(machine.call.answers, asked: asked.count)
-        perform(machine.sharedTierAnswered(now: .now))
+        perform(machine.sharedTierAnswered(now: service.clock.now))
     }
 
     /// The machine's next action after `fetch` ended, traced at debug.
