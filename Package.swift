@@ -80,18 +80,21 @@ let package = Package(
         // MARK: HTTP/1.1 framing (RFC 9112): pure, no I/O.
         .target(name: "HTTPFraming", swiftSettings: strictSwift),
 
+        // MARK: The monotonic instant every deadline is measured on: pure.
+        .target(name: "MonotonicTime", swiftSettings: strictSwift),
+
         // MARK: The one Swift layer that talks to C.
         .target(
             name: "EventTransport",
             dependencies: [
-                "CLibevent", "COpenSSL", "CGatewayShims", "CHiredis", "CRedisShims", "HTTPFraming",
+                "CLibevent", "COpenSSL", "CGatewayShims", "CHiredis", "CRedisShims", "HTTPFraming", "MonotonicTime",
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: strictSwift
         ),
 
         // MARK: Pure logic, no I/O.
-        .target(name: "JSONRPC", swiftSettings: strictSwift),
+        .target(name: "JSONRPC", dependencies: ["MonotonicTime"], swiftSettings: strictSwift),
         .target(name: "ProductsDomain", dependencies: ["JSONRPC"], swiftSettings: strictSwift),
         // W3C Trace Context (traceparent, tracestate), trace and span ids,
         // sampling, spans and their OTLP encodings (protobuf, JSON): no I/O.
@@ -115,7 +118,7 @@ let package = Package(
         // coalescing (one fetch per identifier in flight).
         .target(
             name: "MemoryTier",
-            dependencies: ["EventTransport", "JSONRPC", "ProductsDomain", "GatewayMetrics", "Tracing"],
+            dependencies: ["EventTransport", "MonotonicTime", "JSONRPC", "ProductsDomain", "GatewayMetrics", "Tracing"],
             swiftSettings: strictSwift
         ),
 
@@ -124,7 +127,7 @@ let package = Package(
         .target(
             name: "RedisTier",
             dependencies: [
-                "EventTransport", "JSONRPC", "ProductsDomain", "GatewayMetrics", "MemoryTier",
+                "EventTransport", "MonotonicTime", "JSONRPC", "ProductsDomain", "GatewayMetrics", "MemoryTier",
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: strictSwift
@@ -135,7 +138,7 @@ let package = Package(
         .target(
             name: "GatewayService",
             dependencies: [
-                "EventTransport", "JSONRPC", "ProductsDomain", "ServiceDescription", "GatewayMetrics", "MemoryTier", "RedisTier", "Tracing",
+                "EventTransport", "MonotonicTime", "JSONRPC", "ProductsDomain", "ServiceDescription", "GatewayMetrics", "MemoryTier", "RedisTier", "Tracing",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -212,12 +215,13 @@ let package = Package(
         // MARK: Tests.
         // Manual time for tests (a clock that moves when the test says so,
         // firing the timers due by then): test targets only, never the gateway.
-        .target(name: "ManualTime", dependencies: ["EventTransport"], path: "Tests/ManualTime", swiftSettings: testSwift),
+        .target(name: "ManualTime", dependencies: ["EventTransport", "MonotonicTime"], path: "Tests/ManualTime", swiftSettings: testSwift),
         .testTarget(
             name: "EventTransportTests",
-            dependencies: ["EventTransport", "HTTPFraming", "ManualTime", .product(name: "Logging", package: "swift-log")],
+            dependencies: ["EventTransport", "MonotonicTime", "HTTPFraming", "ManualTime", .product(name: "Logging", package: "swift-log")],
             swiftSettings: testSwift
         ),
+        .testTarget(name: "MonotonicTimeTests", dependencies: ["MonotonicTime"], swiftSettings: testSwift),
         .testTarget(name: "HTTPFramingTests", dependencies: ["HTTPFraming"], swiftSettings: testSwift),
         .testTarget(name: "JSONRPCTests", dependencies: ["JSONRPC"], swiftSettings: testSwift),
         .testTarget(name: "TracingTests", dependencies: ["Tracing", "JSONRPC"], swiftSettings: testSwift),
@@ -225,13 +229,13 @@ let package = Package(
         .testTarget(name: "ServiceDescriptionTests", dependencies: ["ServiceDescription", "JSONRPC"], swiftSettings: testSwift),
         .testTarget(name: "FaultProxyTests", dependencies: ["FaultProxy"], swiftSettings: testSwift),
         .testTarget(name: "GatewayMetricsTests", dependencies: ["GatewayMetrics"], swiftSettings: testSwift),
-        .testTarget(name: "MemoryTierTests", dependencies: ["ManualTime", "MemoryTier", "GatewayMetrics", "EventTransport", "ProductsDomain", "JSONRPC"], swiftSettings: testSwift),
-        .testTarget(name: "RedisTierTests", dependencies: ["ManualTime", "RedisTier", "MemoryTier", "GatewayMetrics", "EventTransport", "ProductsDomain", "JSONRPC"], swiftSettings: testSwift),
-        .testTarget(name: "GatewayServiceTests", dependencies: ["ManualTime", "GatewayService", "MemoryTier", "RedisTier", "GatewayMetrics", "ProductsDomain", "JSONRPC", "Tracing"], swiftSettings: testSwift),
+        .testTarget(name: "MemoryTierTests", dependencies: ["ManualTime", "MonotonicTime", "MemoryTier", "GatewayMetrics", "EventTransport", "ProductsDomain", "JSONRPC"], swiftSettings: testSwift),
+        .testTarget(name: "RedisTierTests", dependencies: ["ManualTime", "MonotonicTime", "RedisTier", "MemoryTier", "GatewayMetrics", "EventTransport", "ProductsDomain", "JSONRPC"], swiftSettings: testSwift),
+        .testTarget(name: "GatewayServiceTests", dependencies: ["ManualTime", "MonotonicTime", "GatewayService", "MemoryTier", "RedisTier", "GatewayMetrics", "ProductsDomain", "JSONRPC", "Tracing"], swiftSettings: testSwift),
         .testTarget(
             name: "IntegrationTests",
             dependencies: [
-                "GatewayService", "MemoryTier", "RedisTier", "GatewayMetrics", "MockUpstream", "EventTransport", "JSONRPC", "ProductsDomain", "ProductsGatewayCLI", "MockUpstreamCLI", "ServiceDescription", "FaultProxy", "Tracing", "EvhttpTestServer",
+                "GatewayService", "MemoryTier", "RedisTier", "GatewayMetrics", "MockUpstream", "EventTransport", "JSONRPC", "ProductsDomain", "ProductsGatewayCLI", "MockUpstreamCLI", "ServiceDescription", "FaultProxy", "Tracing", "EvhttpTestServer", "MonotonicTime",
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
             swiftSettings: testSwift

@@ -6,6 +6,7 @@ import FoundationEssentials
 import Foundation
 #endif
 import Glibc
+public import MonotonicTime
 import Synchronization
 
 /// A write to a peer that has gone (an upstream that reset the connection, a
@@ -321,7 +322,7 @@ public final class EventLoop: @unchecked Sendable {
         local.wakeRequested = true
         var resumesLater = false
         defer { if !resumesLater { local.wakeRequested = false } }
-        let deadline = budget.map { ContinuousClock.now + $0 }
+        let deadline = budget.map { MonotonicInstant.now + $0 }
         while true {
             var batch: [Work]
             if !local.items.isEmpty {
@@ -356,7 +357,7 @@ public final class EventLoop: @unchecked Sendable {
                     job.runSynchronously(isolatedTo: asUnownedSerialExecutor(), taskExecutor: asUnownedTaskExecutor())
                 }
                 ran += 1
-                if let deadline, ran < batch.count, ContinuousClock.now >= deadline {
+                if let deadline, ran < batch.count, MonotonicInstant.now >= deadline {
                     // The rest goes first next time, before anything
                     // submitted since: submission order is kept.
                     local.items = Array(batch[ran...]) + local.items
@@ -369,7 +370,7 @@ public final class EventLoop: @unchecked Sendable {
             // allocates nothing once the arrays have grown.
             batch.removeAll(keepingCapacity: true)
             local.spare = batch
-            if let deadline, ContinuousClock.now >= deadline, !local.items.isEmpty || pending.withLock({ !$0.items.isEmpty }) {
+            if let deadline, MonotonicInstant.now >= deadline, !local.items.isEmpty || pending.withLock({ !$0.items.isEmpty }) {
                 resumesLater = true
                 resumeSoon()
                 return
@@ -417,7 +418,7 @@ extension EventLoop {
 
     /// Calls `callback` on this loop at `deadline` (at once, on the next
     /// turn, when it has passed). On the loop thread only.
-    public func scheduleTimer(at deadline: ContinuousClock.Instant, _ callback: @escaping () -> Void) -> LoopTimer {
+    public func scheduleTimer(at deadline: MonotonicInstant, _ callback: @escaping () -> Void) -> LoopTimer {
         scheduleTimer(after: max(.zero, deadline - .now), callback)
     }
 }

@@ -1,15 +1,16 @@
 import Glibc
+public import MonotonicTime
 
 /// Where the gateway reads the time and arms the timers of what ages: the
 /// memory cache's freshness and stale windows, a call's deadline, a
 /// waiter's deadline on a shared fetch, the shared tier's entries, leases
 /// and polls.
 ///
-/// Instants stay `ContinuousClock.Instant` (the call's arrival, a request's
+/// Instants stay `MonotonicInstant` (the call's arrival, a request's
 /// deadline), so nothing above needs to be generic over a clock; only where
 /// "now" comes from changes. In production that is the system's clocks
 /// (``system``), read directly: a read costs a nil check more than
-/// `ContinuousClock.now`, with no allocation and no dynamic call. Tests put
+/// `MonotonicInstant.now`, with no allocation and no dynamic call. Tests put
 /// a manual source in (a ``TimeSource``: the `ManualClock` of the test
 /// support), on which time moves only when the test says so, and timers
 /// due by then fire in order, as swift-nio's
@@ -18,7 +19,7 @@ public struct GatewayClock: Sendable {
     /// Nil: the system's clocks and the loops' own timers.
     private let source: (any TimeSource)?
 
-    /// The system's clocks: `ContinuousClock` for instants, `CLOCK_REALTIME`
+    /// The system's clocks: `CLOCK_MONOTONIC` for instants, `CLOCK_REALTIME`
     /// for wall time, and loop timers (libevent) for deadlines.
     public static let system = GatewayClock(source: nil)
 
@@ -37,7 +38,7 @@ public struct GatewayClock: Sendable {
     /// The monotonic now: what deadlines, TTLs and stale windows are
     /// measured on.
     @inline(__always)
-    public var now: ContinuousClock.Instant {
+    public var now: MonotonicInstant {
         if let source { return source.now }
         return .now
     }
@@ -54,7 +55,7 @@ public struct GatewayClock: Sendable {
     /// Calls `callback` on `loop` at `deadline` of this clock (on the
     /// loop's next turn when it has passed), unless the returned timer is
     /// cancelled first. On `loop`'s thread only.
-    public func scheduleTimer(on loop: EventLoop, at deadline: ContinuousClock.Instant, _ callback: @escaping () -> Void) -> ClockTimer {
+    public func scheduleTimer(on loop: EventLoop, at deadline: MonotonicInstant, _ callback: @escaping () -> Void) -> ClockTimer {
         if let source { return ClockTimer(source.scheduleTimer(on: loop, at: deadline, callback)) }
         return ClockTimer(loop.scheduleTimer(at: deadline, callback))
     }
@@ -70,11 +71,11 @@ public struct GatewayClock: Sendable {
 /// A source of time other than the system's: what a test's manual clock
 /// implements. Its timers run their callbacks on their loop.
 package protocol TimeSource: AnyObject, Sendable {
-    var now: ContinuousClock.Instant { get }
+    var now: MonotonicInstant { get }
     var unixMilliseconds: Int64 { get }
     /// Arms a timer that fires on `loop` once this source's time reaches
     /// `deadline`. Called on `loop`.
-    func scheduleTimer(on loop: EventLoop, at deadline: ContinuousClock.Instant, _ callback: @escaping () -> Void) -> any TimeSourceTimer
+    func scheduleTimer(on loop: EventLoop, at deadline: MonotonicInstant, _ callback: @escaping () -> Void) -> any TimeSourceTimer
 }
 
 /// A timer of a ``TimeSource``.

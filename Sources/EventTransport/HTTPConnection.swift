@@ -1,8 +1,9 @@
-import Logging
 import CGatewayShims
 import CLibevent
 import Glibc
 import HTTPFraming
+import Logging
+import MonotonicTime
 
 /// One client connection of the gateway's HTTP front: a socket, its
 /// parser, its buffers and one timer for whichever deadline applies now.
@@ -14,7 +15,7 @@ import HTTPFraming
 /// ``respond(serial:with:)`` may be called from elsewhere, and it hops.
 final class HTTPConnection: @unchecked Sendable {
     // @unchecked: every mutable field is touched only on `front.loop`.
-    typealias StateMachine = HTTPConnectionStateMachine<ContinuousClock>
+    typealias StateMachine = HTTPConnectionStateMachine<MonotonicClock>
 
     let fd: Int32
     /// unowned(unsafe): the front closes every connection before it goes,
@@ -53,7 +54,7 @@ final class HTTPConnection: @unchecked Sendable {
     /// (for a pipelined request, when its turn to be parsed came):
     /// ``HTTPServerRequest/received``, and the start of the answer
     /// observer's duration. One clock read per request.
-    private var requestStarted = ContinuousClock.Instant.now
+    private var requestStarted = MonotonicInstant.now
     /// An answer the socket did not take at once: what is left of its head
     /// (a copy: the head buffer is reused), its body (shared with the
     /// response, not copied: a batch's answer can be megabytes), how much
@@ -96,7 +97,7 @@ final class HTTPConnection: @unchecked Sendable {
         writeEvent = event_new(loop.base, fd, Int16(EV_WRITE | EV_PERSIST), connectionWritable, context)
         timerEvent = event_new(loop.base, -1, 0, connectionTimerFired, context)
         guard readEvent != nil, writeEvent != nil, timerEvent != nil else { return false }
-        let now = ContinuousClock.now
+        let now = MonotonicInstant.now
         perform(machine.start(now: now), now: now)
         return true
     }
@@ -155,12 +156,12 @@ final class HTTPConnection: @unchecked Sendable {
             switch event {
             case .needMore:
                 if parser.isInsideRequest {
-                    let now = ContinuousClock.now
+                    let now = MonotonicInstant.now
                     perform(machine.needMore(insideRequest: true, now: now), now: now)
                 }
                 return offset
             case .continueExpected:
-                let now = ContinuousClock.now
+                let now = MonotonicInstant.now
                 perform(machine.continueExpected(now: now), now: now)
                 guard sendContinue() else { return offset }
             case .request(let head, let body):
@@ -389,7 +390,7 @@ final class HTTPConnection: @unchecked Sendable {
         outboxHeld = held
         front.returnHeadBuffer(head)
         guard watch(writeEvent, "event_add(write)") else { return }
-        let now = ContinuousClock.now
+        let now = MonotonicInstant.now
         perform(machine.answerPartlyWritten(now: now), now: now)
         outboxCounted = outboxHead.count + outboxBody.count
         // Last: it may reset this very connection.
@@ -462,7 +463,7 @@ final class HTTPConnection: @unchecked Sendable {
     struct EvictionRank: Comparable {
         enum Tier: Int { case noRequest, requestArriving, answerUnread }
         let tier: Tier
-        let since: ContinuousClock.Instant
+        let since: MonotonicInstant
 
         static func < (lhs: Self, rhs: Self) -> Bool {
             (lhs.tier.rawValue, lhs.since) < (rhs.tier.rawValue, rhs.since)
@@ -492,7 +493,7 @@ final class HTTPConnection: @unchecked Sendable {
     var owesBytes: Bool { machine.owesBytes }
 
     private func answerWritten() {
-        let now = ContinuousClock.now
+        let now = MonotonicInstant.now
         perform(machine.answerWritten(frontClosing: front.isClosing, unparsed: unparsedCount, now: now), now: now)
     }
 
@@ -502,7 +503,7 @@ final class HTTPConnection: @unchecked Sendable {
     /// asks for, which that place does. `now`: the instant the machine was
     /// told, from which a timer's interval counts (nil when it was told
     /// none, and so returns no timer).
-    private func perform(_ action: StateMachine.Action, now: ContinuousClock.Instant?) {
+    private func perform(_ action: StateMachine.Action, now: MonotonicInstant?) {
         switch action {
         case .none:
             break
@@ -544,7 +545,7 @@ final class HTTPConnection: @unchecked Sendable {
     /// One libevent timer serves every deadline; the machine says when to
     /// set it (as nginx's timers do: only for a deadline earlier than the
     /// one it is set for, and again for what is left when it fires early).
-    private func setTimer(until instant: ContinuousClock.Instant?, now: ContinuousClock.Instant?) {
+    private func setTimer(until instant: MonotonicInstant?, now: MonotonicInstant?) {
         guard let instant, let now else { return }
         let (seconds, attoseconds) = max(.zero, instant - now).components
         var interval = timeval(tv_sec: Int(seconds), tv_usec: Int(attoseconds / 1_000_000_000_000))
@@ -553,7 +554,7 @@ final class HTTPConnection: @unchecked Sendable {
     }
 
     fileprivate func timerFired() {
-        let now = ContinuousClock.now
+        let now = MonotonicInstant.now
         perform(machine.timerFired(now: now), now: now)
     }
 

@@ -1,3 +1,4 @@
+public import MonotonicTime
 @_exported import HTTPFraming
 
 /// A request as the HTTP server received it.
@@ -18,9 +19,9 @@ public struct HTTPServerRequest: Sendable {
     public let loop: EventLoop
     /// When the request's first byte was read (for a pipelined request,
     /// when its turn to be read came): its calls' deadlines count from here.
-    public let received: ContinuousClock.Instant
+    public let received: MonotonicInstant
 
-    init(head: HTTPRequestHead, body: [UInt8], loop: EventLoop, received: ContinuousClock.Instant) {
+    init(head: HTTPRequestHead, body: [UInt8], loop: EventLoop, received: MonotonicInstant) {
         self.method = head.method
         self.uri = head.target
         self.path = String(head.path)
@@ -30,7 +31,7 @@ public struct HTTPServerRequest: Sendable {
         self.received = received
     }
 
-    public init(method: String, uri: String, headers: HTTPHeaders, body: [UInt8], loop: EventLoop, received: ContinuousClock.Instant = .now) {
+    public init(method: String, uri: String, headers: HTTPHeaders, body: [UInt8], loop: EventLoop, received: MonotonicInstant = .now) {
         self.loop = loop
         self.received = received
         self.method = method
@@ -78,7 +79,7 @@ public struct HTTPAnswerRecord: Sendable {
     /// Body bytes sent: none for `HEAD`, `204` or `304`.
     public let bodyBytes: Int
     /// When the request's first byte was read (``HTTPServerRequest/received``).
-    public let started: ContinuousClock.Instant
+    public let started: MonotonicInstant
     /// The answer's header fields (its `X-Request-Id`, ...).
     public let responseHeaders: HTTPHeaders
     /// The response's ``HTTPResponse/note``.
@@ -89,7 +90,7 @@ public struct HTTPAnswerRecord: Sendable {
     /// observer that needs it reads the clock.
     public var elapsed: Duration { .now - started }
 
-    public init(requestLine: (method: String, target: String)?, status: Int, bodyBytes: Int, started: ContinuousClock.Instant, responseHeaders: HTTPHeaders, note: (any AnyObject & Sendable)?) {
+    public init(requestLine: (method: String, target: String)?, status: Int, bodyBytes: Int, started: MonotonicInstant, responseHeaders: HTTPHeaders, note: (any AnyObject & Sendable)?) {
         self.requestLine = requestLine
         self.status = status
         self.bodyBytes = bodyBytes

@@ -8,6 +8,7 @@ import FoundationEssentials
 import Foundation
 #endif
 import Glibc
+public import MonotonicTime
 import Synchronization
 
 /// Where and how an ``HTTPSClient`` connects.
@@ -118,7 +119,7 @@ public protocol HTTPSClientObserver: Sendable {
 /// in its queue until its deadline. Each exchange is bounded as a whole by
 /// one loop timer, which closes its connection and frees its lease at once.
 public final class HTTPSClient: Sendable {
-    typealias StateMachine = ConnectionPoolStateMachine<PendingRequest, ContinuousClock>
+    typealias StateMachine = ConnectionPoolStateMachine<PendingRequest, MonotonicClock>
 
     private let group: EventLoopGroup
     /// By loop index: where a lease given back on one loop is handed to
@@ -164,14 +165,14 @@ public final class HTTPSClient: Sendable {
     /// `loop` through `loop`'s queue.
     /// - Parameter leaseDeadline: How long the request may wait for a lease
     ///   when `UPSTREAM_CONCURRENCY` exchanges are already in flight.
-    public func get(on loop: EventLoop, path: String, headers: HTTPHeaders, leaseDeadline: ContinuousClock.Instant, completion: @escaping @Sendable (Result<HTTPClientResponse, HTTPClientError>) -> Void) {
+    public func get(on loop: EventLoop, path: String, headers: HTTPHeaders, leaseDeadline: MonotonicInstant, completion: @escaping @Sendable (Result<HTTPClientResponse, HTTPClientError>) -> Void) {
         send(on: loop, method: "GET", path: path, headers: headers, body: nil, leaseDeadline: leaseDeadline, completion: completion)
     }
 
     /// ``get(on:path:headers:leaseDeadline:completion:)`` for any method,
     /// with a body (sent with its `Content-Length`): the trace exporter's
     /// `POST`.
-    public func send(on loop: EventLoop, method: String, path: String, headers: HTTPHeaders, body: [UInt8]?, leaseDeadline: ContinuousClock.Instant, completion: @escaping @Sendable (Result<HTTPClientResponse, HTTPClientError>) -> Void) {
+    public func send(on loop: EventLoop, method: String, path: String, headers: HTTPHeaders, body: [UInt8]?, leaseDeadline: MonotonicInstant, completion: @escaping @Sendable (Result<HTTPClientResponse, HTTPClientError>) -> Void) {
         if loop.inEventLoop, let pool = loop.context[poolSlot] {
             // The usual request: asked on one of the client's loops, from
             // that loop, and answered there.
@@ -239,7 +240,7 @@ final class PendingRequest: @unchecked Sendable {
     let path: String
     let body: [UInt8]?
     let headers: HTTPHeaders
-    let leaseDeadline: ContinuousClock.Instant
+    let leaseDeadline: MonotonicInstant
     let waiterID: Int
     var loopIndex = 0
     var waitTimer: LoopTimer?
@@ -247,7 +248,7 @@ final class PendingRequest: @unchecked Sendable {
     var mayRetryStale = true
     private var completion: ((Result<HTTPClientResponse, HTTPClientError>) -> Void)?
 
-    init(method: String = "GET", path: String, body: [UInt8]? = nil, headers: HTTPHeaders, leaseDeadline: ContinuousClock.Instant, waiterID: Int, completion: @escaping (Result<HTTPClientResponse, HTTPClientError>) -> Void) {
+    init(method: String = "GET", path: String, body: [UInt8]? = nil, headers: HTTPHeaders, leaseDeadline: MonotonicInstant, waiterID: Int, completion: @escaping (Result<HTTPClientResponse, HTTPClientError>) -> Void) {
         self.method = method
         self.body = body
         self.path = path
@@ -325,7 +326,7 @@ final class HTTPSConnectionPool: @unchecked Sendable {
     }
 
     /// Runs the request on its leased connection.
-    func run(_ request: PendingRequest, on lease: ConnectionPoolStateMachine<PendingRequest, ContinuousClock>.Lease) {
+    func run(_ request: PendingRequest, on lease: ConnectionPoolStateMachine<PendingRequest, MonotonicClock>.Lease) {
         loop.preconditionInEventLoop()
         request.waitTimer?.cancel()
         request.waitTimer = nil

@@ -3,6 +3,7 @@ import CLibevent
 import Glibc
 import HTTPFraming
 public import Logging
+import MonotonicTime
 import Synchronization
 
 /// Handles one request, on the loop thread that accepted it. It must not

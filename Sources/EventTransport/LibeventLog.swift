@@ -1,5 +1,6 @@
 import CLibevent
 public import Logging
+import MonotonicTime
 import Synchronization
 
 /// Sends libevent's own messages (by default written raw to standard error)

@@ -1,9 +1,10 @@
+public import MonotonicTime
 /// At most one line per interval, saying how many were held back: the one
 /// rule every rate-limited log of the gateway follows (failing accepts,
 /// libevent's own messages, the shared tier's Redis failures).
 public struct LogRateLimit: Sendable {
     public let interval: Duration
-    private var last: ContinuousClock.Instant?
+    private var last: MonotonicInstant?
     private var suppressed = 0
 
     public init(interval: Duration) {
@@ -12,7 +13,7 @@ public struct LogRateLimit: Sendable {
 
     /// The count of lines held back since the last permitted one, or nil
     /// when this one must be held back too.
-    public mutating func permit(now: ContinuousClock.Instant) -> Int? {
+    public mutating func permit(now: MonotonicInstant) -> Int? {
         if let last, now - last < interval {
             suppressed += 1
             return nil

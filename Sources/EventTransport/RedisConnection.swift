@@ -7,6 +7,7 @@ import FoundationEssentials
 import Foundation
 #endif
 import Glibc
+import MonotonicTime
 
 /// One hiredis asynchronous connection to Redis, run by one event loop
 /// through hiredis's libevent adapter: no thread of its own, and every
@@ -50,7 +51,7 @@ public final class RedisConnection: @unchecked Sendable {
         let completion: Completion
     }
 
-    typealias StateMachine = RedisConnectionStateMachine<Pending, ContinuousClock>
+    typealias StateMachine = RedisConnectionStateMachine<Pending, MonotonicClock>
 
     public let loop: EventLoop
     private let endpoint: RedisEndpoint
@@ -397,7 +398,7 @@ public final class RedisConnection: @unchecked Sendable {
         onMessage(String(decoding: channel, as: UTF8.self), payload)
     }
 
-    private func armDeadline(at deadline: ContinuousClock.Instant) {
+    private func armDeadline(at deadline: MonotonicInstant) {
         deadlineTimer?.cancel()
         deadlineTimer = loop.scheduleTimer(at: deadline) { [self] in
             deadlineTimer = nil

@@ -1,3 +1,4 @@
+import MonotonicTime
 import Synchronization
 
 /// Dispatches JSON-RPC 2.0 bodies to named methods.
@@ -40,7 +41,7 @@ public struct JSONRPCServer<Context: Sendable>: Sendable {
         fileprivate let server: JSONRPCServer
         fileprivate let request: JSONRPCRequest
         fileprivate let context: Context
-        fileprivate let started: ContinuousClock.Instant
+        fileprivate let started: MonotonicInstant
         fileprivate let answerLater: JSONRPCMethodOutcome.Later
 
         /// Lets the method go on; `reply` is called once, on whichever
@@ -51,7 +52,7 @@ public struct JSONRPCServer<Context: Sendable>: Sendable {
             let context = self.context
             let started = self.started
             answerLater { outcome in
-                server.observe(method: request.method, outcome: outcome, duration: ContinuousClock.now - started, isNotification: request.isNotification, id: request.id, context: context)
+                server.observe(method: request.method, outcome: outcome, duration: MonotonicInstant.now - started, isNotification: request.isNotification, id: request.id, context: context)
                 guard let id = request.id else {
                     reply(.noContent)
                     return
@@ -198,10 +199,10 @@ public struct JSONRPCServer<Context: Sendable>: Sendable {
         case .success(let decoded):
             request = decoded
         }
-        let started = ContinuousClock.now
+        let started = MonotonicInstant.now
         switch run(request, context: context) {
         case .answer(let outcome):
-            observe(method: request.method, outcome: outcome, duration: ContinuousClock.now - started, isNotification: request.isNotification, id: request.id, context: context)
+            observe(method: request.method, outcome: outcome, duration: MonotonicInstant.now - started, isNotification: request.isNotification, id: request.id, context: context)
             guard let id = request.id else { return .answered(.noContent) }
             return .answered(reply(JSONRPCResponse(id: id, outcome: outcome)))
         case .later(let answerLater):
@@ -241,12 +242,12 @@ public struct JSONRPCServer<Context: Sendable>: Sendable {
         body.withUnsafeBufferPointer { input -> Start? in
             guard let envelope = JSONRPCEnvelope.scan(input, limits: limits),
                   let fast = methods[envelope.method]?.fast else { return nil }
-            let started = ContinuousClock.now
+            let started = MonotonicInstant.now
             guard let answer = fast(UnsafeBufferPointer(rebasing: input[envelope.params]), context) else { return nil }
             let request = JSONRPCRequest(id: envelope.id, method: envelope.method)
             switch answer {
             case .answer(let outcome):
-                observe(method: request.method, outcome: outcome, duration: ContinuousClock.now - started, isNotification: false, id: request.id, context: context)
+                observe(method: request.method, outcome: outcome, duration: MonotonicInstant.now - started, isNotification: false, id: request.id, context: context)
                 return .answered(reply(JSONRPCResponse(id: envelope.id, outcome: outcome)))
             case .later(let answerLater):
                 return .deferred(DeferredCall(server: self, request: request, context: context, started: started, answerLater: answerLater))
@@ -271,7 +272,7 @@ public struct JSONRPCServer<Context: Sendable>: Sendable {
             return
         }
         var slots = [JSONRPCResponse?](repeating: nil, count: elements.count)
-        var later: [(index: Int, request: JSONRPCRequest, context: Context, started: ContinuousClock.Instant, answer: JSONRPCMethodOutcome.Later)] = []
+        var later: [(index: Int, request: JSONRPCRequest, context: Context, started: MonotonicInstant, answer: JSONRPCMethodOutcome.Later)] = []
         for (index, element) in elements.enumerated() {
             // Each element is a call of its own (its own span, in the
             // gateway's context).
@@ -281,7 +282,7 @@ public struct JSONRPCServer<Context: Sendable>: Sendable {
                 observe(method: nil, outcome: .failure(failed.error), duration: .zero, isNotification: false, id: failed.id, context: context)
                 slots[index] = JSONRPCResponse(id: failed.id ?? .null, outcome: .failure(failed.error))
             case .success(let request):
-                let started = ContinuousClock.now
+                let started = MonotonicInstant.now
                 switch run(request, context: context) {
                 case .answer(let outcome):
                     slots[index] = finished(request, outcome, started: started, context: context)
@@ -321,7 +322,7 @@ public struct JSONRPCServer<Context: Sendable>: Sendable {
             observe(method: nil, outcome: .failure(failed.error), duration: .zero, isNotification: false, id: failed.id, context: context)
             response(JSONRPCResponse(id: failed.id ?? .null, outcome: .failure(failed.error)))
         case .success(let request):
-            let started = ContinuousClock.now
+            let started = MonotonicInstant.now
             switch run(request, context: context) {
             case .answer(let outcome):
                 response(finished(request, outcome, started: started, context: context))
@@ -387,8 +388,8 @@ public struct JSONRPCServer<Context: Sendable>: Sendable {
 
     /// Observes a call's outcome and makes its response (nil for a
     /// notification).
-    private func finished(_ request: JSONRPCRequest, _ outcome: Result<JSONValue, JSONRPCError>, started: ContinuousClock.Instant, context: Context) -> JSONRPCResponse? {
-        observe(method: request.method, outcome: outcome, duration: ContinuousClock.now - started, isNotification: request.isNotification, id: request.id, context: context)
+    private func finished(_ request: JSONRPCRequest, _ outcome: Result<JSONValue, JSONRPCError>, started: MonotonicInstant, context: Context) -> JSONRPCResponse? {
+        observe(method: request.method, outcome: outcome, duration: MonotonicInstant.now - started, isNotification: request.isNotification, id: request.id, context: context)
         guard let id = request.id else { return nil }
         return JSONRPCResponse(id: id, outcome: outcome)
     }

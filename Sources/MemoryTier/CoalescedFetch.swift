@@ -1,7 +1,8 @@
 package import EventTransport
+package import MonotonicTime
 package import ProductsDomain
-package import Tracing
 import Synchronization
+package import Tracing
 
 /// One upstream call that any number of callers wait for, each by
 /// callback on its own loop. Callers leave when their own deadline passes;
@@ -78,7 +79,7 @@ package final class CoalescedFetch: Sendable {
     /// the fetch has already ended.
     ///
     /// - Precondition: called on `loop`.
-    package func whenDone(on loop: EventLoop, until deadline: ContinuousClock.Instant, onDeadline failure: ProductsFetchFailure, _ callback: @escaping (Outcome) -> Void) {
+    package func whenDone(on loop: EventLoop, until deadline: MonotonicInstant, onDeadline failure: ProductsFetchFailure, _ callback: @escaping (Outcome) -> Void) {
         let id = nextWaiterID.add(1, ordering: .relaxed).oldValue
         // Checks that this is `loop`'s thread: only it runs the callback.
         let waiter = LoopWaiter(waiting: LoopBoundBox(LoopWaiter.Waiting(callback: callback), loop: loop))

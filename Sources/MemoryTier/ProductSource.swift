@@ -1,5 +1,6 @@
 public import EventTransport
 public import JSONRPC
+public import MonotonicTime
 public import ProductsDomain
 public import Tracing
 
@@ -63,7 +64,7 @@ public struct SourceRequest: Sendable {
     /// Sent upstream as `X-Request-Id`.
     public let requestID: String
     /// Retries stop here.
-    public let deadline: ContinuousClock.Instant
+    public let deadline: MonotonicInstant
     /// Leases the shared tier's lookup already took for some of
     /// `identifiers`, which the fetch adopts.
     package var preclaim: SharedPreclaim?
@@ -73,7 +74,7 @@ public struct SourceRequest: Sendable {
     /// a trace of its own.
     public var trace: PropagatedTrace?
 
-    package init(scope: FetchScope, identifiers: [String], requestID: String, deadline: ContinuousClock.Instant, preclaim: SharedPreclaim? = nil, trace: PropagatedTrace? = nil) {
+    package init(scope: FetchScope, identifiers: [String], requestID: String, deadline: MonotonicInstant, preclaim: SharedPreclaim? = nil, trace: PropagatedTrace? = nil) {
         self.scope = scope
         self.identifiers = identifiers
         self.requestID = requestID

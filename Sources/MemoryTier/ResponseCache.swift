@@ -1,5 +1,6 @@
 package import GatewayMetrics
 import JSONRPC
+package import MonotonicTime
 package import ProductsDomain
 import Synchronization
 
@@ -31,7 +32,7 @@ package final class ResponseCache: Sendable {
     private struct Entry {
         package let answer: ProductAnswer
         /// Fresh until here.
-        package let expires: ContinuousClock.Instant
+        package let expires: MonotonicInstant
         /// Seconds past ``expires`` the entry may answer when its refresh
         /// fails (`stale-if-error`, capped); 32 bits keep the entry small.
         package let staleIfErrorSeconds: Int32
@@ -40,7 +41,7 @@ package final class ResponseCache: Sendable {
         package let revalidateSeconds: Int32
 
         /// Until when the entry is worth keeping at all.
-        package var keptUntil: ContinuousClock.Instant {
+        package var keptUntil: MonotonicInstant {
             expires + .seconds(max(staleIfErrorSeconds, revalidateSeconds))
         }
     }
@@ -98,7 +99,7 @@ package final class ResponseCache: Sendable {
     /// and ``fillStaleIfError(scope:identifiers:failedIdentifiers:now:into:)``).
     ///
     /// - Precondition: `answers` has one slot per identifier.
-    package func lookup(scope: FetchScope, identifiers: [String], now: ContinuousClock.Instant, into answers: inout [ProductAnswer?]) -> Int {
+    package func lookup(scope: FetchScope, identifiers: [String], now: MonotonicInstant, into answers: inout [ProductAnswer?]) -> Int {
         var stale: [String] = []
         return lookup(scope: scope, identifiers: identifiers, now: now, into: &answers, revalidating: &stale)
     }
@@ -112,7 +113,7 @@ package final class ResponseCache: Sendable {
     /// comparison per entry, and `stale` stays empty (no allocation).
     ///
     /// - Precondition: `answers` has one slot per identifier.
-    package func lookup(scope: FetchScope, identifiers: [String], now: ContinuousClock.Instant, into answers: inout [ProductAnswer?], revalidating stale: inout [String]) -> Int {
+    package func lookup(scope: FetchScope, identifiers: [String], now: MonotonicInstant, into answers: inout [ProductAnswer?], revalidating stale: inout [String]) -> Int {
         precondition(answers.count == identifiers.count, "one slot per identifier")
         guard maxTTLSeconds > 0, maxBytes > 0 else { return 0 }
         let scopeHash = scope.hashValue
@@ -147,7 +148,7 @@ package final class ResponseCache: Sendable {
     /// the failure be forgotten).
     ///
     /// - Precondition: `answers` has one slot per identifier.
-    package func fillStaleIfError(scope: FetchScope, identifiers: [String], failedIdentifiers: [String], now: ContinuousClock.Instant, into answers: inout [ProductAnswer?]) -> (filled: Int, complete: Bool) {
+    package func fillStaleIfError(scope: FetchScope, identifiers: [String], failedIdentifiers: [String], now: MonotonicInstant, into answers: inout [ProductAnswer?]) -> (filled: Int, complete: Bool) {
         precondition(answers.count == identifiers.count, "one slot per identifier")
         guard maxTTLSeconds > 0, maxBytes > 0, maxStaleSeconds > 0 else { return (0, false) }
         let scopeHash = scope.hashValue
@@ -171,7 +172,7 @@ package final class ResponseCache: Sendable {
     /// Stores the answer to `identifiers` when it may be kept: the page's
     /// encoded product for each identifier it holds, ``ProductAnswer/unknown`` for
     /// the others.
-    package func store(_ page: SourcePage, scope: FetchScope, identifiers: [String], now: ContinuousClock.Instant) {
+    package func store(_ page: SourcePage, scope: FetchScope, identifiers: [String], now: MonotonicInstant) {
         guard let maxAge = page.maxAgeSeconds, maxAge > 0, maxTTLSeconds > 0, maxBytes > 0 else { return }
         let expires = now + .seconds(min(maxAge, maxTTLSeconds))
         let staleIfError = Int32(min(page.staleIfErrorSeconds ?? 0, maxStaleSeconds, Int(Int32.max)))
@@ -212,7 +213,7 @@ package final class ResponseCache: Sendable {
 
     /// Keeps entries read from the shared tier for the rest of their time,
     /// their stale windows as stored (capped again here).
-    package func store(shared entries: [SharedAnswer], scope: FetchScope, now: ContinuousClock.Instant) {
+    package func store(shared entries: [SharedAnswer], scope: FetchScope, now: MonotonicInstant) {
         guard maxTTLSeconds > 0, maxBytes > 0, !entries.isEmpty else { return }
         let scopeHash = scope.hashValue
         let scopeBytes = scope.appID.utf8.count + scope.country.text.utf8.count + (scope.language?.text.utf8.count ?? 0)

@@ -1,5 +1,6 @@
 import EventTransport
 package import Logging
+import MonotonicTime
 import Synchronization
 
 /// At most one line per `interval` (per level group), with the number of
@@ -17,7 +18,7 @@ package final class RateLimitedLog: Sendable {
     }
 
     package func warning(_ message: @autoclosure () -> String, metadata: Logger.Metadata) {
-        let now = ContinuousClock.now
+        let now = MonotonicInstant.now
         guard let suppressed = limits.withLock({ $0.warning.permit(now: now) }) else { return }
         var metadata = metadata
         if suppressed > 0 { metadata["suppressed"] = .stringConvertible(suppressed) }
@@ -25,7 +26,7 @@ package final class RateLimitedLog: Sendable {
     }
 
     package func info(_ message: @autoclosure () -> String, metadata: Logger.Metadata) {
-        let now = ContinuousClock.now
+        let now = MonotonicInstant.now
         guard limits.withLock({ $0.info.permit(now: now) }) != nil else { return }
         logger.info("\(message())", metadata: metadata)
     }

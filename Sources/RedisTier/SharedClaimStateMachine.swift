@@ -1,4 +1,5 @@
-package import MemoryTier
+import MemoryTier
+package import MonotonicTime
 package import ProductsDomain
 
 /// Coalescing across replicas for one shared fetch: which of its
@@ -57,7 +58,7 @@ package struct SharedClaimStateMachine<Page> {
         /// Release claims won for identifiers an entry already answered.
         case release([String])
         /// Arm the lapse timer (replacing any armed one).
-        case waitUntil(ContinuousClock.Instant)
+        case waitUntil(MonotonicInstant)
         /// Every identifier is answered: the parts, in the order they came.
         case finish([Outcome])
         /// This many identifiers stopped waiting for another replica's
@@ -108,19 +109,19 @@ package struct SharedClaimStateMachine<Page> {
     /// a claim per message).
     package static var minimumReclaimInterval: Duration { .milliseconds(50) }
 
-    private let deadline: ContinuousClock.Instant
+    private let deadline: MonotonicInstant
     private let poll: Duration
     /// How long an identifier waits on another's lease before this replica
     /// fetches it on its own (`UPSTREAM_TIMEOUT_MS`); nil: it waits until
     /// the deadline.
     private let patience: Duration?
     /// When each identifier began to wait (its first wait).
-    private var waitingSince: [String: ContinuousClock.Instant] = [:]
+    private var waitingSince: [String: MonotonicInstant] = [:]
     private var status: [String: Status] = [:]
     /// Outcomes of other replicas that came while the claim round trip of
     /// their identifiers was under way.
     private var early: [String: Outcome] = [:]
-    private var lastClaim: ContinuousClock.Instant?
+    private var lastClaim: MonotonicInstant?
     /// Waiting identifiers a "released" message named sooner than
     /// ``minimumReclaimInterval`` after the last look: the look the timer
     /// then makes is one after a release.
@@ -140,7 +141,7 @@ package struct SharedClaimStateMachine<Page> {
     ///   - patience: how long an identifier waits on another's lease at
     ///     most, and the least time left in which it is still waited for
     ///     (`UPSTREAM_TIMEOUT_MS`); `nil` waits until the deadline.
-    package init(identifiers: [String], deadline: ContinuousClock.Instant, poll: Duration, patience: Duration? = nil, won: Set<String> = [], held: Set<String> = []) {
+    package init(identifiers: [String], deadline: MonotonicInstant, poll: Duration, patience: Duration? = nil, won: Set<String> = [], held: Set<String> = []) {
         self.deadline = deadline
         self.poll = poll
         self.patience = patience
@@ -152,7 +153,7 @@ package struct SharedClaimStateMachine<Page> {
 
     /// The first round: fetch what the lookup won, wait for what it found
     /// held, claim the rest.
-    package mutating func start(now: ContinuousClock.Instant) -> [Action] {
+    package mutating func start(now: MonotonicInstant) -> [Action] {
         guard unresolved > 0 else { return finishIfDone() }
         var actions: [Action] = []
         let fetch = status.filter { $0.value == .fetching(claimed: true) }.map(\.key).sorted()
@@ -176,7 +177,7 @@ package struct SharedClaimStateMachine<Page> {
     /// another replica.
     ///   - unflagged: those of `won` whose wait flag was not there: for a
     ///     look, the holder waited on released it with an outcome.
-    package mutating func claimed(_ identifiers: [String], won: Set<String>, unflagged: Set<String> = [], entries: (page: Page, identifiers: Set<String>)?, now: ContinuousClock.Instant) -> [Action] {
+    package mutating func claimed(_ identifiers: [String], won: Set<String>, unflagged: Set<String> = [], entries: (page: Page, identifiers: Set<String>)?, now: MonotonicInstant) -> [Action] {
         var actions: [Action] = []
         var release: [String] = []
         var fetch: [String] = []
@@ -311,7 +312,7 @@ package struct SharedClaimStateMachine<Page> {
     /// outcome (its own deadline passed, or a lease its lookup took was
     /// not needed): look again now, or, when a look went out less than
     /// ``minimumReclaimInterval`` ago, once that much has passed since.
-    package mutating func released(_ identifiers: [String], now: ContinuousClock.Instant) -> [Action] {
+    package mutating func released(_ identifiers: [String], now: MonotonicInstant) -> [Action] {
         // A lease held while an outcome was awaited: none will come.
         var actions: [Action] = []
         let held = identifiers.filter { status[$0] == .awaitingOutcome }.sorted()
@@ -338,7 +339,7 @@ package struct SharedClaimStateMachine<Page> {
     /// The poll timer fired: past the deadline the waiting identifiers fail
     /// with `cancelled`; before it, they are looked at again (the entries,
     /// and the claims: a lapsed one is taken over).
-    package mutating func pollDue(now: ContinuousClock.Instant) -> [Action] {
+    package mutating func pollDue(now: MonotonicInstant) -> [Action] {
         let waiting = status.filter { $0.value == .waiting }.map(\.key).sorted()
         let awaiting = status.filter { $0.value == .awaitingOutcome }.map(\.key).sorted()
         guard !waiting.isEmpty || !awaiting.isEmpty else { return [] }
@@ -367,7 +368,7 @@ package struct SharedClaimStateMachine<Page> {
     /// Arms the next look, or, for identifiers that have waited long
     /// enough (or whose fetch has too little time left to wait), fetches
     /// them on this replica's own.
-    private mutating func waitOrGiveUp(now: ContinuousClock.Instant) -> [Action] {
+    private mutating func waitOrGiveUp(now: MonotonicInstant) -> [Action] {
         let impatient = fetchOnOwn(now: now)
         guard status.values.contains(where: { $0 == .waiting || $0 == .awaitingOutcome }) else { return impatient }
         // The next look: a poll from now, but no later than when the
@@ -383,7 +384,7 @@ package struct SharedClaimStateMachine<Page> {
 
     /// Fetches, without a claim, what has waited `patience` or has less
     /// than that left before the deadline.
-    private mutating func fetchOnOwn(now: ContinuousClock.Instant) -> [Action] {
+    private mutating func fetchOnOwn(now: MonotonicInstant) -> [Action] {
         guard let patience else { return [] }
         let timeLeftTooShort = deadline - now < patience
         var fetch: [String] = []

@@ -1,12 +1,13 @@
 import EventTransport
+import MonotonicTime
 import Testing
 
 /// The pool's bookkeeping, table by table, on made-up instants: no sockets,
 /// no sleeping.
 @Suite("ConnectionPoolStateMachine")
 struct ConnectionPoolStateMachineTests {
-    typealias Machine = ConnectionPoolStateMachine<String, ContinuousClock>
-    let t0 = ContinuousClock.now
+    typealias Machine = ConnectionPoolStateMachine<String, MonotonicClock>
+    let t0 = MonotonicInstant.now
 
     func machine(loops: Int = 2, maxLeased: Int = 2, maxIdle: Int = 2, idleTimeout: Duration = .seconds(30)) -> Machine {
         Machine(loopCount: loops, maxLeased: maxLeased, maxIdlePerLoop: maxIdle, idleTimeout: idleTimeout)

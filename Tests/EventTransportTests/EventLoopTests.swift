@@ -1,4 +1,5 @@
 import EventTransport
+import MonotonicTime
 import Synchronization
 import Testing
 
@@ -63,8 +64,8 @@ final class EventLoopTests {
                 // and a timer due at once.
                 for index in 0..<20 {
                     loop.execute {
-                        let end = ContinuousClock.now + .milliseconds(3)
-                        while ContinuousClock.now < end {}
+                        let end = MonotonicInstant.now + .milliseconds(3)
+                        while MonotonicInstant.now < end {}
                         order.withLock { $0.append("work \(index)") }
                         if index == 19 { done.resume() }
                     }

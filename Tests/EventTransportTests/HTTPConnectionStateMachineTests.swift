@@ -1,4 +1,5 @@
 import EventTransport
+import MonotonicTime
 import Testing
 
 /// The HTTP front's connection rules, event by event, on instants the test
@@ -6,12 +7,12 @@ import Testing
 /// connection tells its machine and the exact action the machine answers.
 @Suite("HTTPConnectionStateMachine")
 struct HTTPConnectionStateMachineTests {
-    typealias Machine = HTTPConnectionStateMachine<ContinuousClock>
+    typealias Machine = HTTPConnectionStateMachine<MonotonicClock>
     typealias Action = Machine.Action
-    let t0 = ContinuousClock.now
+    let t0 = MonotonicInstant.now
 
     /// An instant `ms` milliseconds after `t0`.
-    func at(_ ms: Int) -> ContinuousClock.Instant { t0 + .milliseconds(ms) }
+    func at(_ ms: Int) -> MonotonicInstant { t0 + .milliseconds(ms) }
 
     /// What a connection tells its machine; times in ms after `t0`.
     enum Event {

@@ -1,5 +1,6 @@
 import EventTransport
 import ManualTime
+import MonotonicTime
 import Synchronization
 import Testing
 

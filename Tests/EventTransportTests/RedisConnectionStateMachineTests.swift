@@ -1,14 +1,15 @@
 import EventTransport
+import MonotonicTime
 import Testing
 
 /// The Redis connection's rules, event by event, on instants the test
 /// makes up: no hiredis, no socket, no timer, no sleeping.
 @Suite("RedisConnectionStateMachine")
 struct RedisConnectionStateMachineTests {
-    typealias Machine = RedisConnectionStateMachine<String, ContinuousClock>
-    let t0 = ContinuousClock.now
+    typealias Machine = RedisConnectionStateMachine<String, MonotonicClock>
+    let t0 = MonotonicInstant.now
 
-    func at(_ ms: Int) -> ContinuousClock.Instant { t0 + .milliseconds(ms) }
+    func at(_ ms: Int) -> MonotonicInstant { t0 + .milliseconds(ms) }
 
     /// What a connection tells its machine; times in ms after `t0`.
     enum Event {
@@ -67,7 +68,7 @@ struct RedisConnectionStateMachineTests {
         }
     }
 
-    func ms(_ instant: ContinuousClock.Instant) -> Int { milliseconds(instant - t0) }
+    func ms(_ instant: MonotonicInstant) -> Int { milliseconds(instant - t0) }
     func milliseconds(_ duration: Duration) -> Int { Int(duration.components.seconds * 1000 + duration.components.attoseconds / 1_000_000_000_000_000) }
 
     func step(_ m: inout Machine, _ event: Event) -> Did {

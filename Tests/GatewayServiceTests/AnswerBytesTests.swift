@@ -1,11 +1,12 @@
 import EventTransport
 @testable import GatewayMetrics
 @testable import GatewayService
-@testable import MemoryTier
-@testable import RedisTier
 import JSONRPC
 import Logging
+@testable import MemoryTier
+import MonotonicTime
 import ProductsDomain
+@testable import RedisTier
 import Synchronization
 import Testing
 
@@ -100,7 +101,7 @@ struct AnswerBytesTests {
             page: Catalog.sample.page(ids: ["coins_100", "gone"], country: Self.scope.country, language: Self.scope.language),
             maxAgeSeconds: 30
         )
-        let now = ContinuousClock.now
+        let now = MonotonicInstant.now
         cache.store(page, scope: Self.scope, identifiers: ["coins_100", "gone"], now: now)
         let productBytes = page.encodedProducts["coins_100"]!.bytes.count
         // "demo" + "DE" + "de" for the scope, then the identifier, then the
@@ -164,7 +165,7 @@ struct AnswerBytesTests {
         let cost = ResponseCache.entryOverhead + scopeBytes + 8
         let metrics = GatewayMetrics()
         let cache = ResponseCache(maxTTLSeconds: 60, maxBytes: 4 * cost + cost / 2, metrics: metrics)
-        let now = ContinuousClock.now
+        let now = MonotonicInstant.now
         func store(_ ids: [String]) {
             let page = SourcePage(page: Catalog.sample.page(ids: ids, country: Self.scope.country, language: Self.scope.language), maxAgeSeconds: 30)
             cache.store(page, scope: Self.scope, identifiers: ids, now: now)

@@ -1,5 +1,6 @@
 import EventTransport
 @testable import GatewayService
+import MonotonicTime
 import Synchronization
 import Testing
 
@@ -15,13 +16,13 @@ struct BatchTurnsTests {
     static var first: EventLoop { group.loops[0] }
     static var second: EventLoop { group.loops[1] }
 
-    static let never = ContinuousClock.now + .seconds(3600)
+    static let never = MonotonicInstant.now + .seconds(3600)
 
     /// One batch asking for a turn on `loop`: how its wait ended, when, on
     /// which thread, and how many times it was told.
     final class Batch: Sendable {
         let loop: EventLoop
-        let deadline: ContinuousClock.Instant
+        let deadline: MonotonicInstant
         /// Ends its turn as soon as it gets it (a batch answered at once).
         private let endsAtOnce: Bool
         private let state = Mutex(State())
@@ -30,13 +31,13 @@ struct BatchTurnsTests {
         private struct State {
             var wait: BatchTurns.Wait?
             var told = 0
-            var toldAt: ContinuousClock.Instant?
+            var toldAt: MonotonicInstant?
             var onItsLoop = true
             var waiting: [CheckedContinuation<Void, Never>] = []
         }
 
         /// Asks on `loop` (and returns once `begin` has returned there).
-        init(_ turns: BatchTurns, on loop: EventLoop, until deadline: ContinuousClock.Instant = BatchTurnsTests.never, endsAtOnce: Bool = false) {
+        init(_ turns: BatchTurns, on loop: EventLoop, until deadline: MonotonicInstant = BatchTurnsTests.never, endsAtOnce: Bool = false) {
             self.loop = loop
             self.deadline = deadline
             self.endsAtOnce = endsAtOnce
@@ -72,7 +73,7 @@ struct BatchTurnsTests {
         /// Whether it waits in the queue (asked, and not told yet).
         var isWaiting: Bool { now == nil }
         var toldCount: Int { state.withLock { $0.told } }
-        var toldAt: ContinuousClock.Instant? { state.withLock { $0.toldAt } }
+        var toldAt: MonotonicInstant? { state.withLock { $0.toldAt } }
         /// Whether every callback came on the batch's own loop.
         var toldOnItsLoop: Bool { state.withLock { $0.onItsLoop } }
         var hasTurn: Bool { if case .turn = now { true } else { false } }

@@ -1,9 +1,10 @@
 import EventTransport
 @testable import GatewayMetrics
 @testable import GatewayService
-@testable import MemoryTier
 import JSONRPC
 import ManualTime
+@testable import MemoryTier
+import MonotonicTime
 import ProductsDomain
 import Synchronization
 

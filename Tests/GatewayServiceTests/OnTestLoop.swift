@@ -1,9 +1,10 @@
 import EventTransport
 @testable import GatewayMetrics
 @testable import GatewayService
-@testable import MemoryTier
 import JSONRPC
 import Logging
+@testable import MemoryTier
+import MonotonicTime
 import ProductsDomain
 
 /// The continuation adapter of these tests: the service and its fetches
@@ -17,7 +18,7 @@ enum TestLoop {
 
 extension ProductsFetchService {
     /// One call on ``TestLoop``, as the engine runs it.
-    func fetch(params: JSONRPCParams?, requestID: String, arrived: ContinuousClock.Instant = .now, logger: Logger) async -> Result<JSONValue, JSONRPCError> {
+    func fetch(params: JSONRPCParams?, requestID: String, arrived: MonotonicInstant = .now, logger: Logger) async -> Result<JSONValue, JSONRPCError> {
         await withCheckedContinuation { continuation in
             let loop = TestLoop.shared
             let context = RPCCallContext(requestID: requestID, logger: logger, loop: loop, arrived: arrived)

@@ -1,9 +1,10 @@
 @testable import GatewayMetrics
 @testable import GatewayService
-@testable import MemoryTier
-@testable import RedisTier
 import JSONRPC
+@testable import MemoryTier
+import MonotonicTime
 import ProductsDomain
+@testable import RedisTier
 import Testing
 
 /// A call's control flow as a table: events in, the next action out. No
@@ -12,10 +13,10 @@ import Testing
 struct ProductsCallStateMachineTests {
     static let scope = FetchScope(appID: "demo", country: CountryCode("DE")!, language: nil)
     static let region = ResolvedRegion(countryCode: CountryCode("DE")!, source: .explicit)
-    static let now = ContinuousClock.now
+    static let now = MonotonicInstant.now
     static let product = EncodedJSON(.object(["productIdentifier": .string("a")]))
 
-    static func machine(_ identifiers: [String], deadline: ContinuousClock.Instant = now + .seconds(5)) -> ProductsCallStateMachine {
+    static func machine(_ identifiers: [String], deadline: MonotonicInstant = now + .seconds(5)) -> ProductsCallStateMachine {
         ProductsCallStateMachine(call: CallInProgress(identifiers: identifiers, scope: scope, region: region, requestID: "r", deadline: deadline))
     }
 

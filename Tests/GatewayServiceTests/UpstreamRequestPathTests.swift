@@ -1,8 +1,9 @@
 @testable import GatewayMetrics
 @testable import GatewayService
 @testable import MemoryTier
-@testable import RedisTier
+import MonotonicTime
 import ProductsDomain
+@testable import RedisTier
 import Testing
 
 /// `GET {base}/v1/apps/{appId}/products?ids=a,b,c&country=DE`, with the app

@@ -1,6 +1,7 @@
 import EventTransport
 import Foundation
 import MockUpstream
+import MonotonicTime
 import Testing
 
 /// The upstream pool's idle connections, through a real ``HTTPSClient`` and

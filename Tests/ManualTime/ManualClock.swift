@@ -1,4 +1,5 @@
 package import EventTransport
+import MonotonicTime
 import Synchronization
 
 /// A clock for tests on which time moves only when the test says so
@@ -18,24 +19,24 @@ package final class ManualClock: TimeSource {
 
     private struct Armed: Sendable {
         let id: Int
-        let deadline: ContinuousClock.Instant
+        let deadline: MonotonicInstant
         let loop: EventLoop
         let timer: Timer
     }
 
     private struct State {
-        var now: ContinuousClock.Instant
+        var now: MonotonicInstant
         var nextID = 0
         var armed: [Armed] = []
     }
 
     /// The instant the clock started at: an arbitrary origin, since only
     /// differences of instants mean anything.
-    package let start: ContinuousClock.Instant
+    package let start: MonotonicInstant
     private let state: Mutex<State>
 
     package init() {
-        let start = ContinuousClock.now
+        let start = MonotonicInstant.now
         self.start = start
         self.state = Mutex(State(now: start))
     }
@@ -43,7 +44,7 @@ package final class ManualClock: TimeSource {
     /// This clock, as the components take it.
     package var gatewayClock: GatewayClock { GatewayClock(self) }
 
-    package var now: ContinuousClock.Instant { state.withLock { $0.now } }
+    package var now: MonotonicInstant { state.withLock { $0.now } }
 
     /// How much time the test has let pass.
     package var elapsed: Duration { now - start }
@@ -56,7 +57,7 @@ package final class ManualClock: TimeSource {
     /// How many timers are armed (not fired, not cancelled).
     package var armedCount: Int { state.withLock { $0.armed.count { $0.timer.isArmed } } }
 
-    package func scheduleTimer(on loop: EventLoop, at deadline: ContinuousClock.Instant, _ callback: @escaping () -> Void) -> any TimeSourceTimer {
+    package func scheduleTimer(on loop: EventLoop, at deadline: MonotonicInstant, _ callback: @escaping () -> Void) -> any TimeSourceTimer {
         loop.preconditionInEventLoop()
         let timer = Timer(loop: loop, callback: callback)
         let due = state.withLock { state in
@@ -91,7 +92,7 @@ package final class ManualClock: TimeSource {
 
     /// The earliest timer due by `target`, taken off the list, with the
     /// clock moved to its deadline.
-    private func takeNextDue(by target: ContinuousClock.Instant) -> Armed? {
+    private func takeNextDue(by target: MonotonicInstant) -> Armed? {
         state.withLock { state in
             state.armed.removeAll { !$0.timer.isArmed }
             guard let index = state.armed.indices.min(by: { (state.armed[$0].deadline, state.armed[$0].id) < (state.armed[$1].deadline, state.armed[$1].id) }),

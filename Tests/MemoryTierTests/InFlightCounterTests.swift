@@ -1,5 +1,6 @@
 @testable import GatewayMetrics
 @testable import MemoryTier
+import MonotonicTime
 import ProductsDomain
 import Testing
 
@@ -65,7 +66,7 @@ struct InFlightCounterTests {
     @Test func afterTheReleaseEveryWaitOnAFetchEndsAtOnce() async {
         let coalescer = Coalescer()
         let first = coalescer.claim(scope: Self.scope, identifiers: ["a"], chunkSize: 10)
-        let far = ContinuousClock.now + .seconds(3600)
+        let far = MonotonicInstant.now + .seconds(3600)
         let deadline = ProductsFetchFailure.cancelled(detail: "deadline")
         let waiting = Task { await first.fetches[0].outcome(until: far, onDeadline: deadline) }
 

@@ -1,6 +1,7 @@
 import EventTransport
 @testable import GatewayMetrics
 @testable import MemoryTier
+import MonotonicTime
 import ProductsDomain
 import Synchronization
 import Testing
@@ -64,9 +65,9 @@ final class MergingSourceTests {
         /// Waits (polling: only the order of events matters) until `count`
         /// requests were made, 20 s at most; the sleep is the poll's interval.
         func waitForRequests(_ count: Int) async throws {
-            let deadline = ContinuousClock.now + .seconds(20)
+            let deadline = MonotonicInstant.now + .seconds(20)
             while requests.count < count {
-                guard ContinuousClock.now < deadline else { throw CancellationError() }
+                guard MonotonicInstant.now < deadline else { throw CancellationError() }
                 // Polls for the event (`count` requests), 20 s at most: the sleep is only the poll's interval.
                 try await Task.sleep(for: .milliseconds(2))
             }
@@ -84,9 +85,9 @@ final class MergingSourceTests {
         /// Waits for `count` outcomes, 20 s at most (polling: the sleep is
         /// only the interval).
         func waitFor(_ count: Int) async throws -> [String: Result<Set<String>, ProductsFetchFailure>] {
-            let deadline = ContinuousClock.now + .seconds(20)
+            let deadline = MonotonicInstant.now + .seconds(20)
             while outcomes.withLock({ $0.count }) < count {
-                guard ContinuousClock.now < deadline else { throw CancellationError() }
+                guard MonotonicInstant.now < deadline else { throw CancellationError() }
                 // Polls for the event (`count` outcomes), 20 s at most: the sleep is only the poll's interval.
                 try await Task.sleep(for: .milliseconds(2))
             }
@@ -94,7 +95,7 @@ final class MergingSourceTests {
         }
     }
 
-    static func request(_ ids: [String], id: String, deadline: ContinuousClock.Instant = .now + .seconds(5)) -> SourceRequest {
+    static func request(_ ids: [String], id: String, deadline: MonotonicInstant = .now + .seconds(5)) -> SourceRequest {
         SourceRequest(scope: scope, identifiers: ids, requestID: id, deadline: deadline)
     }
 
@@ -103,8 +104,8 @@ final class MergingSourceTests {
         let source = MergingSource(base: base, loops: [loop], maxIdentifiers: 50, window: .zero)
         let loop = self.loop
         let outcomes = Outcomes()
-        let early = ContinuousClock.now + .seconds(1)
-        let late = ContinuousClock.now + .seconds(9)
+        let early = MonotonicInstant.now + .seconds(1)
+        let late = MonotonicInstant.now + .seconds(9)
         loop.execute {
             source.fetch(Self.request(["premium_monthly", "unknown_a"], id: "r1", deadline: early), on: loop, completion: outcomes.record("first"))
             source.fetch(Self.request(["coins_100"], id: "r2", deadline: late), on: loop, completion: outcomes.record("second"))

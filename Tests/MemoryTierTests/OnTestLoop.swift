@@ -1,5 +1,6 @@
 import EventTransport
 @testable import MemoryTier
+import MonotonicTime
 import ProductsDomain
 
 /// The continuation adapter of these tests: a fetch's waiters work by
@@ -12,7 +13,7 @@ enum TestLoop {
 
 extension CoalescedFetch {
     /// Waits for the outcome on ``TestLoop``, until `deadline`.
-    func outcome(until deadline: ContinuousClock.Instant, onDeadline failure: ProductsFetchFailure) async -> Outcome {
+    func outcome(until deadline: MonotonicInstant, onDeadline failure: ProductsFetchFailure) async -> Outcome {
         await withCheckedContinuation { continuation in
             let loop = TestLoop.shared
             _ = loop.execute {

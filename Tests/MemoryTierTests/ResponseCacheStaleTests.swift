@@ -1,4 +1,5 @@
 @testable import MemoryTier
+import MonotonicTime
 import ProductsDomain
 import Testing
 
@@ -32,21 +33,21 @@ struct ResponseCacheStaleTests {
         var answered: Int
     }
 
-    static func lookup(_ cache: ResponseCache, at now: ContinuousClock.Instant) -> Lookup {
+    static func lookup(_ cache: ResponseCache, at now: MonotonicInstant) -> Lookup {
         var answers = [ProductAnswer?](repeating: nil, count: ids.count)
         var stale: [String] = []
         let fresh = cache.lookup(scope: scope, identifiers: ids, now: now, into: &answers, revalidating: &stale)
         return Lookup(fresh: fresh, stale: stale, answered: answers.count { $0 != nil })
     }
 
-    static func staleIfError(_ cache: ResponseCache, at now: ContinuousClock.Instant, failed: [String] = ids) -> (filled: Int, complete: Bool) {
+    static func staleIfError(_ cache: ResponseCache, at now: MonotonicInstant, failed: [String] = ids) -> (filled: Int, complete: Bool) {
         var answers = [ProductAnswer?](repeating: nil, count: ids.count)
         return cache.fillStaleIfError(scope: scope, identifiers: ids, failedIdentifiers: failed, now: now, into: &answers)
     }
 
     @Test func staleWhileRevalidateAnswersWithinItsWindowAndAsksForARefresh() {
         let cache = ResponseCache(maxTTLSeconds: 60, maxStaleSeconds: 300)
-        let t0 = ContinuousClock.now
+        let t0 = MonotonicInstant.now
         cache.store(Self.page(maxAge: 1, revalidate: 10), scope: Self.scope, identifiers: Self.ids, now: t0)
         #expect(Self.lookup(cache, at: t0 + .milliseconds(999)) == Lookup(fresh: 3, stale: [], answered: 3))
         #expect(Self.lookup(cache, at: t0 + .seconds(1)) == Lookup(fresh: 0, stale: Self.ids, answered: 3))
@@ -61,7 +62,7 @@ struct ResponseCacheStaleTests {
 
     @Test func staleIfErrorAnswersOnlyAfterAFailureAndWithinItsWindow() {
         let cache = ResponseCache(maxTTLSeconds: 60, maxStaleSeconds: 300)
-        let t0 = ContinuousClock.now
+        let t0 = MonotonicInstant.now
         cache.store(Self.page(maxAge: 1, staleIfError: 30), scope: Self.scope, identifiers: Self.ids, now: t0)
         // Stale, but not for a plain lookup: the call must try the upstream.
         #expect(Self.lookup(cache, at: t0 + .milliseconds(1500)) == Lookup(fresh: 0, stale: [], answered: 0))
@@ -79,14 +80,14 @@ struct ResponseCacheStaleTests {
 
     @Test func aMissingEntryLeavesTheFailureStanding() {
         let cache = ResponseCache(maxTTLSeconds: 60, maxStaleSeconds: 300)
-        let t0 = ContinuousClock.now
+        let t0 = MonotonicInstant.now
         cache.store(Self.page(maxAge: 1, staleIfError: 30), scope: Self.scope, identifiers: ["coins_100"], now: t0)
         #expect(Self.staleIfError(cache, at: t0 + .seconds(2)) == (1, false))
     }
 
     @Test func theCapBoundsBothWindows() {
         let capped = ResponseCache(maxTTLSeconds: 60, maxStaleSeconds: 5)
-        let t0 = ContinuousClock.now
+        let t0 = MonotonicInstant.now
         capped.store(Self.page(maxAge: 1, staleIfError: 30, revalidate: 30), scope: Self.scope, identifiers: Self.ids, now: t0)
         #expect(Self.lookup(capped, at: t0 + .milliseconds(5_999)).stale == Self.ids)
         #expect(Self.staleIfError(capped, at: t0 + .milliseconds(5_999)) == (3, true))
@@ -102,7 +103,7 @@ struct ResponseCacheStaleTests {
 
     @Test func withoutDirectivesAnEntryEndsWithItsFreshness() {
         let cache = ResponseCache(maxTTLSeconds: 60, maxStaleSeconds: 300)
-        let t0 = ContinuousClock.now
+        let t0 = MonotonicInstant.now
         cache.store(Self.page(maxAge: 1), scope: Self.scope, identifiers: Self.ids, now: t0)
         #expect(Self.staleIfError(cache, at: t0 + .seconds(1)) == (0, false))
         #expect(Self.lookup(cache, at: t0 + .seconds(1)).answered == 0)

@@ -1,7 +1,8 @@
 import EventTransport
 @testable import GatewayMetrics
-@testable import MemoryTier
 import ManualTime
+@testable import MemoryTier
+import MonotonicTime
 import ProductsDomain
 import Synchronization
 import Testing
@@ -33,7 +34,7 @@ final class SharedFetchCallbackTests {
     }
 
     /// Registers a waiter on `loop` and returns its delivery, once made.
-    static func wait(_ fetch: CoalescedFetch, on loop: EventLoop, until deadline: ContinuousClock.Instant, registered: (@Sendable () -> Void)? = nil) async -> Delivery {
+    static func wait(_ fetch: CoalescedFetch, on loop: EventLoop, until deadline: MonotonicInstant, registered: (@Sendable () -> Void)? = nil) async -> Delivery {
         await withCheckedContinuation { (continuation: CheckedContinuation<Delivery, Never>) in
             loop.execute {
                 fetch.whenDone(on: loop, until: deadline, onDeadline: Self.deadlineFailure) { outcome in
@@ -54,7 +55,7 @@ final class SharedFetchCallbackTests {
         let fetch = CoalescedFetch(scope: Self.scope, identifiers: ["a"])
         let (first, second) = (group.loops[0], group.loops[1])
         let registered = Registrations()
-        let far = ContinuousClock.now + .seconds(60)
+        let far = MonotonicInstant.now + .seconds(60)
         async let onFirst = Self.wait(fetch, on: first, until: far) { registered.increment() }
         async let onSecond = Self.wait(fetch, on: second, until: far) { registered.increment() }
         await registered.reached(2)

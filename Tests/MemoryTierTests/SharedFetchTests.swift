@@ -1,5 +1,6 @@
 @testable import GatewayMetrics
 @testable import MemoryTier
+import MonotonicTime
 import ProductsDomain
 import Synchronization
 import Testing
@@ -17,7 +18,7 @@ struct SharedFetchTests {
     /// latecomers answered at once.
     @Test(.timeLimit(.minutes(1))) func everyWaiterGetsTheOutcome() async {
         let fetch = CoalescedFetch(scope: Self.scope, identifiers: ["a"])
-        let far = ContinuousClock.now + .seconds(60)
+        let far = MonotonicInstant.now + .seconds(60)
         let loop = TestLoop.shared
         let got: [ProductsFetchFailure?] = await withCheckedContinuation { continuation in
             loop.execute {
@@ -62,7 +63,7 @@ struct SharedFetchTests {
     @Test(.timeLimit(.minutes(1))) func aWaiterArrivingAfterItsDeadlineLeavesAtOnce() async throws {
         let fetches = (0..<200).map { _ in CoalescedFetch(scope: Self.scope, identifiers: ["a"]) }
         let loop = TestLoop.shared
-        let deadline = ContinuousClock.now - .seconds(1)
+        let deadline = MonotonicInstant.now - .seconds(1)
         let got: [ProductsFetchFailure?] = await withCheckedContinuation { continuation in
             loop.execute {
                 // Loop-confined: every callback runs on `loop`.

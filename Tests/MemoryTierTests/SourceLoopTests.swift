@@ -1,5 +1,6 @@
 import EventTransport
 @testable import MemoryTier
+import MonotonicTime
 import ProductsDomain
 import Synchronization
 import Testing
@@ -47,7 +48,7 @@ final class SourceLoopTests {
     @Test func theCoalescerJoinedFromTwoLoopsAnswersEachOnItsOwn() async throws {
         let (first, second) = (group.loops[0], group.loops[1])
         let coalescer = Coalescer()
-        let far = ContinuousClock.now + .seconds(30)
+        let far = MonotonicInstant.now + .seconds(30)
         let failure = ProductsFetchFailure.cancelled(detail: "deadline")
         let registered = Registrations()
         let claimed = Claimed()

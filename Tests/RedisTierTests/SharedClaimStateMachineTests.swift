@@ -1,7 +1,8 @@
 @testable import GatewayMetrics
 @testable import MemoryTier
-@testable import RedisTier
+import MonotonicTime
 import ProductsDomain
+@testable import RedisTier
 import Testing
 
 /// Coalescing across replicas as a table of events and actions: no Redis,
@@ -9,7 +10,7 @@ import Testing
 @Suite("SharedClaimStateMachine")
 struct SharedClaimStateMachineTests {
     typealias Machine = SharedClaimStateMachine<String>
-    static let t0 = ContinuousClock.now
+    static let t0 = MonotonicInstant.now
     static let poll = Duration.milliseconds(250)
 
     /// The actions as comparable text.

@@ -1,6 +1,7 @@
 import JSONRPC
 import Logging
 import MemoryTier
+import MonotonicTime
 import ProductsDomain
 
 /// At `LOG_LEVEL=debug`, one `products.fetch steps` line per call: which
@@ -28,8 +29,8 @@ struct CallSteps {
     static let message: Logger.Message = "products.fetch steps"
 
     private let logger: Logger
-    private let started: ContinuousClock.Instant
-    private var stepStarted: ContinuousClock.Instant
+    private let started: MonotonicInstant
+    private var stepStarted: MonotonicInstant
     private var steps: [Logger.MetadataValue] = []
     /// By slot of the call's identifiers: the tier that answered it.
     private var tiers: [Tier?]
@@ -114,7 +115,7 @@ struct CallSteps {
     }
 
     private mutating func endStep(_ name: String, identifiers: Int, failed: Bool = false) {
-        let now = ContinuousClock.now
+        let now = MonotonicInstant.now
         var step: [String: Logger.MetadataValue] = [
             "step": .string(name),
             "identifiers": .stringConvertible(identifiers),

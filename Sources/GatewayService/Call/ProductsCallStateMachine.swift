@@ -1,7 +1,8 @@
-import MemoryTier
-import RedisTier
 import JSONRPC
+import MemoryTier
+import MonotonicTime
 import ProductsDomain
+import RedisTier
 import Tracing
 
 /// The control flow of one `products.fetch` call after its memory lookup,
@@ -69,7 +70,7 @@ struct ProductsCallStateMachine {
     }
 
     /// The memory lookup is done (its answers are in ``call``).
-    mutating func memoryLookedUp(sharedTier: Bool, now: ContinuousClock.Instant) -> Action {
+    mutating func memoryLookedUp(sharedTier: Bool, now: MonotonicInstant) -> Action {
         precondition(isAt(.memoryLookedUp), "the memory lookup ends once, first")
         let missing = call.missing
         if missing.isEmpty { return answer() }
@@ -82,7 +83,7 @@ struct ProductsCallStateMachine {
 
     /// The shared tier answered (what it held is in ``call``), or could not
     /// be asked.
-    mutating func sharedTierAnswered(now: ContinuousClock.Instant) -> Action {
+    mutating func sharedTierAnswered(now: MonotonicInstant) -> Action {
         precondition(isAt(.lookingUpSharedTier), "the shared tier answers a lookup")
         let missing = call.missing
         if missing.isEmpty { return answer() }
@@ -134,7 +135,7 @@ struct ProductsCallStateMachine {
         return next()
     }
 
-    private mutating func fetchOrGiveUp(_ missing: [String], now: ContinuousClock.Instant) -> Action {
+    private mutating func fetchOrGiveUp(_ missing: [String], now: MonotonicInstant) -> Action {
         guard now < call.deadline else {
             state = .answered
             return .deadlinePassed
@@ -172,7 +173,7 @@ struct CallInProgress: Sendable {
     let scope: FetchScope
     let region: ResolvedRegion
     let requestID: String
-    let deadline: ContinuousClock.Instant
+    let deadline: MonotonicInstant
     /// One slot per requested identifier, in request order: a product's
     /// bytes, `.unknown`, or nil while nothing answered it yet.
     var answers: [ProductAnswer?]
@@ -182,7 +183,7 @@ struct CallInProgress: Sendable {
     /// The call's trace, carried by the fetches it starts.
     var trace: PropagatedTrace?
 
-    init(identifiers: [String], scope: FetchScope, region: ResolvedRegion, requestID: String, deadline: ContinuousClock.Instant, trace: PropagatedTrace? = nil) {
+    init(identifiers: [String], scope: FetchScope, region: ResolvedRegion, requestID: String, deadline: MonotonicInstant, trace: PropagatedTrace? = nil) {
         self.identifiers = identifiers
         self.scope = scope
         self.region = region

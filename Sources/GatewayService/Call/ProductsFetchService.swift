@@ -1,10 +1,11 @@
-public import GatewayMetrics
-public import MemoryTier
-import RedisTier
 import EventTransport
+public import GatewayMetrics
 public import JSONRPC
 import Logging
+public import MemoryTier
+import MonotonicTime
 public import ProductsDomain
+import RedisTier
 import Tracing
 
 /// `products.fetch`: validation, region, cache, coalescing, fan-out,
@@ -182,7 +183,7 @@ public final class ProductsFetchService: Sendable {
     /// A valid call's memory lookup: fresh entries answer, and
     /// `stale-while-revalidate` ones answer and are refreshed in the
     /// background.
-    private func lookUpMemory(_ call: inout CallInProgress, now: ContinuousClock.Instant, on loop: EventLoop, steps: inout CallSteps?) {
+    private func lookUpMemory(_ call: inout CallInProgress, now: MonotonicInstant, on loop: EventLoop, steps: inout CallSteps?) {
         var stale: [String] = []
         let hits = cache.lookup(scope: call.scope, identifiers: call.identifiers, now: now, into: &call.answers, revalidating: &stale)
         metrics.recordCacheHits(hits)
@@ -240,7 +241,7 @@ public final class ProductsFetchService: Sendable {
     /// answered stale, coalesced like any fetch (an identifier already being
     /// fetched is not asked again). Nobody waits for it; its success
     /// refreshes the cache, its failure is forgotten.
-    private func revalidate(_ identifiers: [String], scope: FetchScope, requestID: String, deadline: ContinuousClock.Instant, trace: PropagatedTrace?, preclaim: inout SharedPreclaim?, on loop: EventLoop) {
+    private func revalidate(_ identifiers: [String], scope: FetchScope, requestID: String, deadline: MonotonicInstant, trace: PropagatedTrace?, preclaim: inout SharedPreclaim?, on loop: EventLoop) {
         let claim = coalescer.claim(scope: scope, identifiers: identifiers, chunkSize: settings.upstreamMaxIDs, origin: trace?.recordedSpan)
         for fetch in claim.started { start(fetch, requestID: requestID, deadline: deadline, trace: trace, preclaim: adopt(fetch, from: &preclaim), on: loop) }
     }
@@ -280,7 +281,7 @@ public final class ProductsFetchService: Sendable {
     /// until `finish`. The source runs it on `loop`, the loop of the call
     /// that started it, by callback: the fetch, its upstream exchange and
     /// its timers stay there.
-    private func start(_ fetch: CoalescedFetch, requestID: String, deadline: ContinuousClock.Instant, trace: PropagatedTrace?, preclaim: SharedPreclaim?, on loop: EventLoop) {
+    private func start(_ fetch: CoalescedFetch, requestID: String, deadline: MonotonicInstant, trace: PropagatedTrace?, preclaim: SharedPreclaim?, on loop: EventLoop) {
         var request = SourceRequest(scope: fetch.scope, identifiers: fetch.identifiers, requestID: requestID, deadline: deadline, trace: trace)
         request.preclaim = preclaim
         let source = self.source

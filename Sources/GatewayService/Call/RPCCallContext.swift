@@ -1,9 +1,10 @@
-import Tracing
-import RedisTier
-import GatewayMetrics
-import MemoryTier
 public import EventTransport
+import GatewayMetrics
 public import Logging
+import MemoryTier
+public import MonotonicTime
+import RedisTier
+import Tracing
 
 /// What every JSON-RPC call of one HTTP request shares.
 public struct RPCCallContext: Sendable {
@@ -11,7 +12,7 @@ public struct RPCCallContext: Sendable {
     public let requestID: String
     /// When the HTTP request was handed to the engine: its calls' deadlines
     /// count from here (a batch may wait for its turn first).
-    public let arrived: ContinuousClock.Instant
+    public let arrived: MonotonicInstant
     /// The loop of the HTTP request: every call of it runs there, its
     /// callbacks and timers come back there, and its answer is written
     /// from there. It carries the loop's context (`loop.context`), where
@@ -40,13 +41,13 @@ public struct RPCCallContext: Sendable {
 
     /// A context for the calls of one HTTP request; public so that a
     /// benchmark or a test can drive the engine in process.
-    public init(requestID: String, logger: Logger, loop: EventLoop, arrived: ContinuousClock.Instant = .now, trace: CallTrace? = nil) {
+    public init(requestID: String, logger: Logger, loop: EventLoop, arrived: MonotonicInstant = .now, trace: CallTrace? = nil) {
         self.init(requestID: requestID, logs: CallLogs(logger), loop: loop, arrived: arrived, trace: trace ?? .unrecordedRoot())
     }
 
     /// A context whose logger is `logs`', made once for every call of a
     /// front (the gateway's way).
-    init(requestID: String, logs: CallLogs, loop: EventLoop, arrived: ContinuousClock.Instant, trace: CallTrace) {
+    init(requestID: String, logs: CallLogs, loop: EventLoop, arrived: MonotonicInstant, trace: CallTrace) {
         self.loop = loop
         self.trace = trace
         self.requestID = requestID

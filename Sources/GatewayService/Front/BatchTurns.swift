@@ -1,4 +1,5 @@
 import EventTransport
+import MonotonicTime
 import Synchronization
 
 /// Turns for batch requests (`GATEWAY_BATCH_CONCURRENCY`): at most that
@@ -72,7 +73,7 @@ final class BatchTurns: Sendable {
         fileprivate let ticket: UInt64
         fileprivate let loop: EventLoop
         private let turns: BatchTurns
-        private let deadline: ContinuousClock.Instant
+        private let deadline: MonotonicInstant
         /// Touched on `loop` only; held under a lock (never contended) so
         /// that the waiter is `Sendable` with no unchecked promise.
         private let state: Mutex<WaiterState>
@@ -83,7 +84,7 @@ final class BatchTurns: Sendable {
             var timer: LoopTimer?
         }
 
-        fileprivate init(ticket: UInt64, loop: EventLoop, turns: BatchTurns, deadline: ContinuousClock.Instant, then: @escaping @Sendable (Wait) -> Void) {
+        fileprivate init(ticket: UInt64, loop: EventLoop, turns: BatchTurns, deadline: MonotonicInstant, then: @escaping @Sendable (Wait) -> Void) {
             self.ticket = ticket
             self.loop = loop
             self.turns = turns
@@ -112,7 +113,7 @@ final class BatchTurns: Sendable {
         private func deadlineReached() {
             // Not a moment early: the batch's calls must find their
             // deadline passed, and start no fetch.
-            let now = ContinuousClock.now
+            let now = MonotonicInstant.now
             guard now >= deadline else {
                 state.withLock { $0.timer = loop.scheduleTimer(after: deadline - now) { [self] in deadlineReached() } }
                 return
@@ -185,7 +186,7 @@ final class BatchTurns: Sendable {
     ///
     /// - Returns: The queued batch, to leave the queue with; nil when
     ///   `then` has been told already.
-    func begin(on loop: EventLoop, until deadline: ContinuousClock.Instant, _ then: @escaping @Sendable (Wait) -> Void) -> Waiter? {
+    func begin(on loop: EventLoop, until deadline: MonotonicInstant, _ then: @escaping @Sendable (Wait) -> Void) -> Waiter? {
         loop.preconditionInEventLoop()
         enum Start { case now, full, queued(Waiter) }
         let start = state.withLock { state -> Start in

@@ -1,8 +1,9 @@
-import GatewayMetrics
-import MemoryTier
 import EventTransport
+import GatewayMetrics
 import JSONRPC
 import Logging
+import MemoryTier
+import MonotonicTime
 
 /// The HTTP rules of contract section 1 in front of the JSON-RPC engine:
 /// routing, methods, content type, API keys, `X-Request-Id`.
@@ -147,7 +148,7 @@ final class GatewayHTTPHandler: Sendable {
     /// timer of its loop): then it is answered without a turn, each call
     /// from memory or `cancelled`. One whose client hangs up leaves the
     /// queue at once (its connection calls back).
-    private func answerInTurn(_ batch: JSONRPCServer<RPCCallContext>.PendingBatch, loop: EventLoop, deadline: ContinuousClock.Instant, answer: HTTPDeferredResponder, headers: HTTPHeaders, note: AccessNote?) {
+    private func answerInTurn(_ batch: JSONRPCServer<RPCCallContext>.PendingBatch, loop: EventLoop, deadline: MonotonicInstant, answer: HTTPDeferredResponder, headers: HTTPHeaders, note: AccessNote?) {
         let waiter = batchTurns.begin(on: loop, until: deadline) { [calls, batchTurns] wait in
             let turn: BatchTurns.Turn?
             let refusal: String

@@ -1,6 +1,7 @@
 import EventTransport
 import GatewayMetrics
 import Logging
+import MonotonicTime
 import Synchronization
 import Tracing
 

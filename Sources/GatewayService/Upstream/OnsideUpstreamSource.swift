@@ -1,9 +1,10 @@
-import GatewayMetrics
-public import MemoryTier
-import RedisTier
 public import EventTransport
+import GatewayMetrics
 import Logging
+public import MemoryTier
+import MonotonicTime
 public import ProductsDomain
+import RedisTier
 import Tracing
 
 /// The Onside products API over verified HTTPS (contract section 2), with
@@ -103,7 +104,7 @@ public struct OnsideUpstreamSource: ProductSource {
     /// with a loop timer that closes its connection and frees its lease at
     /// once; the wait for a lease is bounded by the fetch's deadline.
     private func attempt(_ attempt: Int, path: String, headers: HTTPHeaders, request: SourceRequest, on loop: EventLoop, completion: @escaping @Sendable (Result<SourcePage, ProductsFetchFailure>) -> Void) {
-        let started = ContinuousClock.now
+        let started = MonotonicInstant.now
         // Each attempt is a span of its own, under the span of the call
         // that started the fetch (its trace and sampled flag), and says so
         // upstream: `traceparent` with that span's id, and the caller's
@@ -117,8 +118,8 @@ public struct OnsideUpstreamSource: ProductSource {
         let startedUnixNanos = recorded ? UnixClock.nanoseconds() : 0
         client.get(on: loop, path: path, headers: attemptHeaders, leaseDeadline: request.deadline) { [self] outcome in
             switch outcome {
-            case .success(let response): metrics.recordUpstream(status: response.status, duration: ContinuousClock.now - started)
-            case .failure: metrics.recordUpstream(status: nil, duration: ContinuousClock.now - started)
+            case .success(let response): metrics.recordUpstream(status: response.status, duration: MonotonicInstant.now - started)
+            case .failure: metrics.recordUpstream(status: nil, duration: MonotonicInstant.now - started)
             }
             if recorded {
                 tracer.record(clientSpan(span, parent: parent.spanID, traceState: request.trace?.traceState, path: path, start: startedUnixNanos, outcome: outcome))
@@ -135,7 +136,7 @@ public struct OnsideUpstreamSource: ProductSource {
                 let backoff = retryAfter.map { Duration.seconds($0) } ?? jitteredBackoff(attempt: attempt)
                 // A retry that cannot finish before the deadline is not worth
                 // starting; the caller gets the real failure instead.
-                if ContinuousClock.now + backoff >= request.deadline {
+                if MonotonicInstant.now + backoff >= request.deadline {
                     return completion(.failure(failure))
                 }
                 logger.debug("upstream attempt failed, retrying", metadata: [
