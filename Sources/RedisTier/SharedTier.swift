@@ -26,7 +26,7 @@ package final class SharedTier: Sendable {
     /// Each loop's releases of the current turn, sent together.
     let releaseBatches: [ObjectIdentifier: LoopTurnBatch<ReleaseGroup>]
     /// Each loop's fetches holding leases, renewed together.
-    let renewals: [ObjectIdentifier: SharedLeaseRenewals]
+    let renewals: [ObjectIdentifier: LoopBound<SharedLeaseRenewals>]
     package let keys: SharedTierKeys
     package let metrics: GatewayMetrics
     package let log: RateLimitedLog
@@ -90,9 +90,9 @@ package final class SharedTier: Sendable {
         var ordered: [RedisConnection] = []
         var lookupBatches: [ObjectIdentifier: LoopTurnBatch<AskedLookup>] = [:]
         var releaseBatches: [ObjectIdentifier: LoopTurnBatch<ReleaseGroup>] = [:]
-        var renewals: [ObjectIdentifier: SharedLeaseRenewals] = [:]
+        var renewals: [ObjectIdentifier: LoopBound<SharedLeaseRenewals>] = [:]
         for loop in loops {
-            renewals[ObjectIdentifier(loop)] = SharedLeaseRenewals(loop: loop, period: Self.renewal)
+            renewals[ObjectIdentifier(loop)] = LoopBound(sending: SharedLeaseRenewals(loop: loop, period: Self.renewal), loop: loop)
             releaseBatches[ObjectIdentifier(loop)] = LoopTurnBatch<ReleaseGroup>(loop: loop)
             let connection = RedisConnection(loop: loop, endpoint: endpoint, observer: observer)
             connections[ObjectIdentifier(loop)] = connection
@@ -145,7 +145,7 @@ package final class SharedTier: Sendable {
 
     /// The lease renewals of `loop`, if it is one of the tier's loops.
     package func renewals(for loop: EventLoop) -> SharedLeaseRenewals? {
-        renewals[ObjectIdentifier(loop)]
+        renewals[ObjectIdentifier(loop)]?.value
     }
 
     /// The release batch of `loop`, if it is one of the tier's loops.

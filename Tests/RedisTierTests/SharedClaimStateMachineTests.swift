@@ -13,7 +13,7 @@ struct SharedClaimStateMachineTests {
     static let poll = Duration.milliseconds(250)
 
     /// The actions as comparable text.
-    static func describe(_ actions: [Machine.Action]) -> [String] {
+    static func describe(_ actions: Machine.Actions) -> [String] {
         actions.map { action in
             switch action {
             case .claim(let ids): "claim \(ids.sorted())"
