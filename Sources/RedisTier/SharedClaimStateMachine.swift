@@ -1,4 +1,3 @@
-package import MemoryTier
 package import ProductsDomain
 
 /// Coalescing across replicas for one shared fetch: which of its
@@ -332,7 +331,10 @@ package struct SharedClaimStateMachine<Page> {
             resolve(identifier)
             resolvedAny = true
         }
-        if resolvedAny { parts.append(outcome) }
+        guard resolvedAny else { return Actions() }
+        parts.append(outcome)
+        // Only a fetch still under way publishes: a late or repeated end
+        // (nothing of it fetched any more) asks for nothing.
         var actions = claimed ? Actions(.publish(identifiers, outcome)) : Actions()
         actions += finishIfDone()
         return actions
