@@ -39,23 +39,28 @@ package final class SharedClaimDriver: SharedLeaseHolder {
     /// the usual miss, needs none).
     private var registered = false
 
-    /// A driver for `request` on `loop`; made on `loop`.
-    package init(loop: EventLoop, tier: SharedTier, connection: RedisConnection, source: any ProductSource, request: SourceRequest) {
+    /// A driver for `request` on `loop`, adopting `leases` (those the
+    /// call's lookup won for its identifiers); made on `loop`.
+    package init(loop: EventLoop, tier: SharedTier, connection: RedisConnection, source: any ProductSource, request: SourceRequest, leases: consuming SharedLeasePermit) {
         self.loop = loop
         self.tier = tier
         self.connection = connection
         self.source = source
+        var request = request
+        // The permit is the one way in: the request's copy is not read again.
+        request.preclaim = nil
         self.request = request
+        let adopted = leases.adopt()
         // Leases the call's lookup took are this fetch's: it renews,
         // releases and publishes them under the lookup's token.
-        self.token = request.preclaim?.token ?? tier.makeClaimToken()
-        if let preclaim = request.preclaim, preclaim.ownsAll(of: request.identifiers) {
+        self.token = adopted?.token ?? tier.makeClaimToken()
+        if let adopted, adopted.ownsAll(of: request.identifiers) {
             // The usual miss: nothing to claim or wait for.
             self.machine = Machine(fetching: request.identifiers, deadline: request.deadline, poll: SharedTier.poll, patience: tier.waitPatience)
         } else {
             self.machine = Machine(
                 identifiers: request.identifiers, deadline: request.deadline, poll: SharedTier.poll, patience: tier.waitPatience,
-                won: request.preclaim?.won ?? []
+                won: adopted?.won ?? []
             )
         }
     }
@@ -252,12 +257,14 @@ package struct SharedTierSource: ProductSource {
     /// By callback, with no task: with the tier ready on `loop`, a driver
     /// on that loop; otherwise the base source alone.
     package func fetch(_ request: SourceRequest, on loop: EventLoop, completion: @escaping @Sendable (Result<SourcePage, ProductsFetchFailure>) -> Void) {
+        let leases = SharedLeasePermit(request.preclaim, tier: tier, on: loop)
         if let connection = tier.coalescingConnection(on: loop) {
-            SharedClaimDriver(loop: loop, tier: tier, connection: connection, source: base, request: request).run(completion: completion)
+            SharedClaimDriver(loop: loop, tier: tier, connection: connection, source: base, request: request, leases: leases).run(completion: completion)
             return
         }
+        // Fetched alone: nobody renews the leases, so they go back at once.
+        leases.release()
         let tier = self.tier
-        if let preclaim = request.preclaim { tier.release(preclaim, on: loop) }
         base.fetch(request, on: loop) { outcome in
             let stored: @Sendable () -> Void = {
                 if case .success(let page) = outcome {
