@@ -98,8 +98,9 @@ package final class SharedClaimDriver: SharedLeaseHolder {
     }
 
     private func perform(_ actions: Machine.Actions) {
-        for action in actions {
-            switch action {
+        // By index: no iterator holding a copy of the list.
+        for index in 0 ..< actions.count {
+            switch actions[index] {
             case .claim(let identifiers):
                 tier.claim(identifiers, scope: request.scope, token: token, on: connection) { [self] reply in
                     if let reply {
@@ -207,10 +208,14 @@ package final class SharedClaimDriver: SharedLeaseHolder {
     /// One outcome from the parts: the most severe failure if any failed,
     /// else one page with every part's products, kept no longer than its
     /// shortest-lived part allows.
-    package static func merge(_ parts: some Sequence<Outcome>) -> Outcome {
+    package static func merge(_ parts: Machine.Parts) -> Outcome {
         // The usual miss: one part, its own outcome (no array made).
-        var iterator = parts.makeIterator()
-        if let first = iterator.next(), iterator.next() == nil { return first }
+        if parts.count == 1 { return parts[0] }
+        return merge(Array(parts))
+    }
+
+    /// The same, for parts in an array.
+    package static func merge(_ parts: [Outcome]) -> Outcome {
         var failures: [ProductsFetchFailure] = []
         var pages: [SourcePage] = []
         for part in parts {

@@ -510,6 +510,8 @@ package struct SharedClaimStateMachine<Page> {
 /// A short list held inline: the first two elements in place, any more in
 /// an array. The machine answers the usual miss's events with one or two
 /// actions and one part, which an array would allocate for each time.
+/// Always inlined: a generic call here would copy its elements through
+/// their value witnesses, at more cost than the malloc it saves.
 package struct SharedInlineList<Element>: Sequence {
     private var first: Element?
     private var second: Element?
@@ -518,16 +520,32 @@ package struct SharedInlineList<Element>: Sequence {
     package private(set) var count = 0
 
     /// No element.
+    @inline(__always)
     package init() {}
 
     /// One element.
+    @inline(__always)
     package init(_ element: Element) {
         first = element
         count = 1
     }
 
-    package var isEmpty: Bool { count == 0 }
+    package var isEmpty: Bool {
+        @inline(__always) get { count == 0 }
+    }
 
+    /// The element at `index` (below ``count``).
+    package subscript(index: Int) -> Element {
+        @inline(__always) get {
+            switch index {
+            case 0: first!
+            case 1: second!
+            default: more[index - 2]
+            }
+        }
+    }
+
+    @inline(__always)
     package mutating func append(_ element: Element) {
         switch count {
         case 0: first = element
@@ -537,28 +555,28 @@ package struct SharedInlineList<Element>: Sequence {
         count += 1
     }
 
+    @inline(__always)
     package static func += (list: inout SharedInlineList, other: SharedInlineList) {
-        for element in other { list.append(element) }
+        for index in 0 ..< other.count { list.append(other[index]) }
     }
 
+    @inline(__always)
     package func makeIterator() -> Iterator { Iterator(list: self) }
 
     package struct Iterator: IteratorProtocol {
         fileprivate let list: SharedInlineList
         private var index = 0
 
+        @inline(__always)
         fileprivate init(list: SharedInlineList) {
             self.list = list
         }
 
+        @inline(__always)
         package mutating func next() -> Element? {
             guard index < list.count else { return nil }
             defer { index += 1 }
-            switch index {
-            case 0: return list.first
-            case 1: return list.second
-            default: return list.more[index - 2]
-            }
+            return list[index]
         }
     }
 }
