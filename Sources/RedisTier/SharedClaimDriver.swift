@@ -46,9 +46,8 @@ package final class SharedClaimDriver: SharedLeaseHolder {
         self.tier = tier
         self.connection = connection
         self.source = source
-        var request = request
-        // The permit is the one way in: the request's copy is not read again.
-        request.preclaim = nil
+        // The leases come in by the permit only: `request.preclaim` is not
+        // read again.
         self.request = request
         let adopted = leases.adopt()
         // Leases the call's lookup took are this fetch's: it renews,
@@ -148,7 +147,11 @@ package final class SharedClaimDriver: SharedLeaseHolder {
     /// leases, renewed while the fetch runs.
     private func fetch(_ identifiers: [String], claimed: Bool) {
         if claimed { renewWhileFetching() }
-        let part = SourceRequest(scope: request.scope, identifiers: identifiers, requestID: request.requestID, deadline: request.deadline, trace: request.trace)
+        // The usual miss fetches the request as it came (no copy of its
+        // fields); a part gets a request of its own.
+        let part = identifiers == request.identifiers
+            ? request
+            : SourceRequest(scope: request.scope, identifiers: identifiers, requestID: request.requestID, deadline: request.deadline, trace: request.trace)
         let driver = LoopBound(self, loop: loop)
         // A fetch of everything ends the driver: should its loop refuse
         // work (stopped), the caller still gets the outcome, as it would

@@ -171,7 +171,8 @@ package struct SharedClaimStateMachine<Page> {
         self.deadline = deadline
         self.poll = poll
         self.patience = patience
-        self.fetchingAll = identifiers
+        // Nothing to fetch: finished at the start, with no fetch to end.
+        self.fetchingAll = identifiers.isEmpty ? nil : identifiers
         self.unresolved = identifiers.count
     }
 
@@ -320,9 +321,10 @@ package struct SharedClaimStateMachine<Page> {
             }
             fetchingAll = nil
             unresolved = 0
+            isFinished = true
             parts.append(outcome)
             var actions = claimed ? Actions(.publish(identifiers, outcome)) : Actions()
-            actions += finishIfDone()
+            actions.append(.finish(parts))
             return actions
         }
         var resolvedAny = false
