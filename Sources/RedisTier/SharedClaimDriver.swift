@@ -7,12 +7,16 @@ package import ProductsDomain
 /// Runs one fetch's ``SharedClaimStateMachine`` on the loop the fetch runs
 /// on: Redis replies, the upstream fetch, the poll timer, the loop's renewal sweep and
 /// other replicas' messages all come back to this loop, so the machine
-/// needs no lock.
-package final class SharedClaimDriver: SharedLeaseHolder, @unchecked Sendable {
-    // @unchecked: every mutable field is touched on `loop` only; messages
-    // from the subscriber's loop arrive through `loop.execute`.
-
+/// needs no lock. The one driver of the shared tier: the usual miss (its
+/// lookup won every lease) starts the machine at `.fetch`, any other at
+/// its claims.
+///
+/// Confined to its loop: what reaches it from elsewhere (the upstream's
+/// answer, another replica's message) holds it in a ``LoopBound``, which
+/// checks the thread on every access.
+package final class SharedClaimDriver: SharedLeaseHolder {
     package typealias Outcome = Result<SourcePage, ProductsFetchFailure>
+    package typealias Machine = SharedClaimStateMachine<SourcePage>
 
     package let loop: EventLoop
     private let tier: SharedTier
@@ -20,11 +24,11 @@ package final class SharedClaimDriver: SharedLeaseHolder, @unchecked Sendable {
     private let source: any ProductSource
     private let request: SourceRequest
     private let token: String
-    private var machine: SharedClaimStateMachine<SourcePage>
+    private var machine: Machine
     /// While anything is waited for: the next look at the entries and claims.
     private var pollTimer: ClockTimer?
     /// The loop's renewal sweep, while this replica fetches under its
-    /// leases (the one way leases are renewed, as for ``LeasedFetch``).
+    /// leases (the one way leases are renewed).
     private var renewals: SharedLeaseRenewals?
     private var completion: (@Sendable (Outcome) -> Void)?
     /// Identifiers claimed in their claim keys (their entry keys hold a
@@ -35,19 +39,29 @@ package final class SharedClaimDriver: SharedLeaseHolder, @unchecked Sendable {
     /// the usual miss, needs none).
     private var registered = false
 
-    package init(loop: EventLoop, tier: SharedTier, connection: RedisConnection, source: any ProductSource, request: SourceRequest) {
+    /// A driver for `request` on `loop`, adopting `leases` (those the
+    /// call's lookup won for its identifiers); made on `loop`.
+    package init(loop: EventLoop, tier: SharedTier, connection: RedisConnection, source: any ProductSource, request: SourceRequest, leases: consuming SharedLeasePermit) {
         self.loop = loop
         self.tier = tier
         self.connection = connection
         self.source = source
+        // The leases come in by the permit only: `request.preclaim` is not
+        // read again.
         self.request = request
+        let adopted = leases.adopt()
         // Leases the call's lookup took are this fetch's: it renews,
         // releases and publishes them under the lookup's token.
-        self.token = request.preclaim?.token ?? tier.makeClaimToken()
-        self.machine = SharedClaimStateMachine(
-            identifiers: request.identifiers, deadline: request.deadline, poll: SharedTier.poll, patience: tier.waitPatience,
-            won: request.preclaim?.won ?? []
-        )
+        self.token = adopted?.token ?? tier.makeClaimToken()
+        if let adopted, adopted.ownsAll(of: request.identifiers) {
+            // The usual miss: nothing to claim or wait for.
+            self.machine = Machine(fetching: request.identifiers, deadline: request.deadline, poll: SharedTier.poll, patience: tier.waitPatience)
+        } else {
+            self.machine = Machine(
+                identifiers: request.identifiers, deadline: request.deadline, poll: SharedTier.poll, patience: tier.waitPatience,
+                won: adopted?.won ?? []
+            )
+        }
     }
 
     /// Runs the fetch: `completion` gets its outcome, from this replica's
@@ -58,9 +72,9 @@ package final class SharedClaimDriver: SharedLeaseHolder, @unchecked Sendable {
         self.completion = completion
         // Registered before the first claim is sent: a message can only
         // follow a claim this replica saw.
-        if machine.leased.count < request.identifiers.count {
+        if machine.hearsOthers {
             registered = true
-            tier.waiters.register(self, scope: request.scope, identifiers: request.identifiers)
+            tier.waiters.register(LoopBound(self, loop: loop), scope: request.scope, identifiers: request.identifiers)
         }
         perform(machine.start(now: tier.clock.now))
     }
@@ -82,9 +96,10 @@ package final class SharedClaimDriver: SharedLeaseHolder, @unchecked Sendable {
         }
     }
 
-    private func perform(_ actions: [SharedClaimStateMachine<SourcePage>.Action]) {
-        for action in actions {
-            switch action {
+    private func perform(_ actions: Machine.Actions) {
+        // By index: no iterator holding a copy of the list.
+        for index in 0 ..< actions.count {
+            switch actions[index] {
             case .claim(let identifiers):
                 tier.claim(identifiers, scope: request.scope, token: token, on: connection) { [self] reply in
                     if let reply {
@@ -98,23 +113,14 @@ package final class SharedClaimDriver: SharedLeaseHolder, @unchecked Sendable {
                     }
                 }
             case .fetch(let identifiers, let claimed):
-                if claimed { renewWhileFetching() }
-                let part = SourceRequest(scope: request.scope, identifiers: identifiers, requestID: request.requestID, deadline: request.deadline, trace: request.trace)
-                source.fetch(part, on: loop) { [self] outcome in
-                    onLoop { [self] in
-                        if !claimed, case .success(let page) = outcome {
-                            tier.store(page, scope: request.scope, identifiers: identifiers, on: connection)
-                        }
-                        perform(machine.fetched(identifiers, outcome, claimed: claimed))
-                    }
-                }
+                fetch(identifiers, claimed: claimed)
             case .publish(let identifiers, let outcome):
-                for part in byClaimPlace(identifiers) {
-                    tier.publish(part.identifiers, outcome: outcome, scope: request.scope, token: token, on: connection, leasesInEntryKeys: part.leasesInEntryKeys)
+                forEachClaimPlace(identifiers) { part, leasesInEntryKeys in
+                    tier.publish(part, outcome: outcome, scope: request.scope, token: token, on: connection, leasesInEntryKeys: leasesInEntryKeys)
                 }
             case .release(let identifiers):
-                for part in byClaimPlace(identifiers) {
-                    tier.releaseAndAnnounce(part.identifiers, scope: request.scope, token: token, on: connection, leasesInEntryKeys: part.leasesInEntryKeys)
+                forEachClaimPlace(identifiers) { part, leasesInEntryKeys in
+                    tier.releaseAndAnnounce(part, scope: request.scope, token: token, on: connection, leasesInEntryKeys: leasesInEntryKeys)
                 }
             case .waitUntil(let deadline):
                 pollTimer?.cancel()
@@ -129,7 +135,7 @@ package final class SharedClaimDriver: SharedLeaseHolder, @unchecked Sendable {
                 pollTimer = nil
                 renewals?.remove(self)
                 renewals = nil
-                if registered { tier.waiters.unregister(self, scope: request.scope, identifiers: request.identifiers) }
+                if registered { tier.waiters.unregister(LoopBound(self, loop: loop), scope: request.scope, identifiers: request.identifiers) }
                 let completion = self.completion
                 self.completion = nil
                 completion?(Self.merge(parts))
@@ -137,10 +143,37 @@ package final class SharedClaimDriver: SharedLeaseHolder, @unchecked Sendable {
         }
     }
 
-    /// Runs `work` on `loop`: at once when already there (the upstream
-    /// answers on the loop that asked), else through its queue.
-    private func onLoop(_ work: @escaping @Sendable () -> Void) {
-        if loop.inEventLoop { work() } else { _ = loop.execute(work) }
+    /// Asks the source for `identifiers`; `claimed`: under this replica's
+    /// leases, renewed while the fetch runs.
+    private func fetch(_ identifiers: [String], claimed: Bool) {
+        if claimed { renewWhileFetching() }
+        // The usual miss fetches the request as it came (no copy of its
+        // fields); a part gets a request of its own.
+        let part = identifiers == request.identifiers
+            ? request
+            : SourceRequest(scope: request.scope, identifiers: identifiers, requestID: request.requestID, deadline: request.deadline, trace: request.trace)
+        let driver = LoopBound(self, loop: loop)
+        // A fetch of everything ends the driver: should its loop refuse
+        // work (stopped), the caller still gets the outcome, as it would
+        // without the tier.
+        let lastResort = identifiers.count == request.identifiers.count ? completion : nil
+        source.fetch(part, on: loop) { outcome in
+            // A method, not a closure, on the loop (the usual case: the
+            // upstream answers on the loop that asked): no context
+            // allocated per fetch.
+            if driver.loop.inEventLoop {
+                driver.value.fetched(identifiers, outcome, claimed: claimed)
+            } else if !driver.loop.execute({ driver.value.fetched(identifiers, outcome, claimed: claimed) }) {
+                lastResort?(outcome)
+            }
+        }
+    }
+
+    private func fetched(_ identifiers: [String], _ outcome: Outcome, claimed: Bool) {
+        if !claimed, case .success(let page) = outcome {
+            tier.store(page, scope: request.scope, identifiers: identifiers, on: connection)
+        }
+        perform(machine.fetched(identifiers, outcome, claimed: claimed))
     }
 
     /// While a claimed fetch runs, the loop's sweep renews its leases
@@ -156,26 +189,35 @@ package final class SharedClaimDriver: SharedLeaseHolder, @unchecked Sendable {
     package func renewLeases() {
         let leased = machine.leased
         guard !leased.isEmpty, !machine.isFinished else { return }
-        for part in byClaimPlace(leased) {
-            tier.renew(part.identifiers, scope: request.scope, token: token, on: connection, leasesInEntryKeys: part.leasesInEntryKeys)
+        forEachClaimPlace(leased) { part, leasesInEntryKeys in
+            tier.renew(part, scope: request.scope, token: token, on: connection, leasesInEntryKeys: leasesInEntryKeys)
         }
     }
 
-    /// `identifiers` split by where their claims are: leases in the entry
-    /// keys, then the claim keys; no empty part.
-    private func byClaimPlace(_ identifiers: [String]) -> [(identifiers: [String], leasesInEntryKeys: Bool)] {
-        guard !claimedInClaimKeys.isEmpty else { return [(identifiers, true)] }
+    /// `body` for `identifiers` split by where their claims are: leases in
+    /// the entry keys, then the claim keys; no empty part. No array is made
+    /// when every claim is a lease (the usual miss).
+    private func forEachClaimPlace(_ identifiers: [String], _ body: ([String], _ leasesInEntryKeys: Bool) -> Void) {
+        guard !claimedInClaimKeys.isEmpty else { return body(identifiers, true) }
         var leases: [String] = []
         var claims: [String] = []
         for identifier in identifiers {
             if claimedInClaimKeys.contains(identifier) { claims.append(identifier) } else { leases.append(identifier) }
         }
-        return [(leases, true), (claims, false)].filter { !$0.identifiers.isEmpty }
+        if !leases.isEmpty { body(leases, true) }
+        if !claims.isEmpty { body(claims, false) }
     }
 
     /// One outcome from the parts: the most severe failure if any failed,
     /// else one page with every part's products, kept no longer than its
     /// shortest-lived part allows.
+    package static func merge(_ parts: Machine.Parts) -> Outcome {
+        // The usual miss: one part, its own outcome (no array made).
+        if parts.count == 1 { return parts[0] }
+        return merge(Array(parts))
+    }
+
+    /// The same, for parts in an array.
     package static func merge(_ parts: [Outcome]) -> Outcome {
         var failures: [ProductsFetchFailure] = []
         var pages: [SourcePage] = []
@@ -223,20 +265,14 @@ package struct SharedTierSource: ProductSource {
     /// By callback, with no task: with the tier ready on `loop`, a driver
     /// on that loop; otherwise the base source alone.
     package func fetch(_ request: SourceRequest, on loop: EventLoop, completion: @escaping @Sendable (Result<SourcePage, ProductsFetchFailure>) -> Void) {
+        let leases = SharedLeasePermit(request.preclaim, tier: tier, on: loop)
         if let connection = tier.coalescingConnection(on: loop) {
-            if let preclaim = request.preclaim, preclaim.ownsAll(of: request.identifiers) {
-                // The usual miss: the lookup leased every identifier, so
-                // nothing is claimed or waited for; what the claim state
-                // machine would do is fetch, renew, then store, release and
-                // publish, which this does without it.
-                LeasedFetch(loop: loop, tier: tier, connection: connection, request: request, token: preclaim.token).run(base, completion: completion)
-                return
-            }
-            SharedClaimDriver(loop: loop, tier: tier, connection: connection, source: base, request: request).run(completion: completion)
+            SharedClaimDriver(loop: loop, tier: tier, connection: connection, source: base, request: request, leases: leases).run(completion: completion)
             return
         }
+        // Fetched alone: nobody renews the leases, so they go back at once.
+        leases.release()
         let tier = self.tier
-        if let preclaim = request.preclaim { tier.release(preclaim, on: loop) }
         base.fetch(request, on: loop) { outcome in
             let stored: @Sendable () -> Void = {
                 if case .success(let page) = outcome {
@@ -247,56 +283,5 @@ package struct SharedTierSource: ProductSource {
             // The store goes out on `loop`'s own connection.
             if loop.inEventLoop { stored() } else if !loop.execute(stored) { completion(outcome) }
         }
-    }
-}
-
-/// A fetch whose identifiers the call's lookup leased, all of them: the
-/// base source fetches while the loop's renewal sweep renews the leases
-/// every ``SharedTier/renewal``; then the entries, the release and (when a
-/// replica waits) the outcome go out in one script, not waited for. The
-/// same actions ``SharedClaimStateMachine`` takes for a fetch that holds
-/// every lease, with no table of states.
-private final class LeasedFetch: SharedLeaseHolder, @unchecked Sendable {
-    // @unchecked: `renewals` is touched on `loop` only.
-    private let loop: EventLoop
-    private let tier: SharedTier
-    private let connection: RedisConnection
-    private let request: SourceRequest
-    private let token: String
-    /// The loop's renewal sweep, while the fetch runs.
-    private var renewals: SharedLeaseRenewals?
-
-    package init(loop: EventLoop, tier: SharedTier, connection: RedisConnection, request: SourceRequest, token: String) {
-        self.loop = loop
-        self.tier = tier
-        self.connection = connection
-        self.request = request
-        self.token = token
-    }
-
-    package func run(_ base: any ProductSource, completion: @escaping @Sendable (Result<SourcePage, ProductsFetchFailure>) -> Void) {
-        loop.preconditionInEventLoop()
-        renewals = tier.renewals(for: loop)
-        renewals?.add(self)
-        base.fetch(request, on: loop) { [self] outcome in
-            // A method, not a closure, on the loop (the usual case): no
-            // context allocated per fetch.
-            if loop.inEventLoop {
-                finish(outcome, completion: completion)
-            } else if !loop.execute({ [self] in finish(outcome, completion: completion) }) {
-                completion(outcome)
-            }
-        }
-    }
-
-    private func finish(_ outcome: Result<SourcePage, ProductsFetchFailure>, completion: @Sendable (Result<SourcePage, ProductsFetchFailure>) -> Void) {
-        renewals?.remove(self)
-        renewals = nil
-        tier.publish(request.identifiers, outcome: outcome, scope: request.scope, token: token, on: connection, leasesInEntryKeys: true)
-        completion(outcome)
-    }
-
-    package func renewLeases() {
-        tier.renew(request.identifiers, scope: request.scope, token: token, on: connection, leasesInEntryKeys: true)
     }
 }

@@ -44,8 +44,16 @@ package import ProductsDomain
 /// happens to identifiers being waited for once the tier is lost (the
 /// subscriber dropped, or a probe of a stalled Redis timed out): an outcome
 /// could no longer arrive.
+///
+/// The usual miss starts at step 2 (``init(fetching:deadline:poll:patience:)``):
+/// the call's lookup won every lease, so there is nothing to claim or wait
+/// for, and the machine keeps no table of statuses until an event needs one.
 package struct SharedClaimStateMachine<Page> {
     package typealias Outcome = Result<Page, ProductsFetchFailure>
+    /// What an event asks the driver to do, in order.
+    package typealias Actions = SharedInlineList<Action>
+    /// The outcomes that answered the fetch, in the order they came.
+    package typealias Parts = SharedInlineList<Outcome>
 
     package enum Action {
         /// Claim these (or renew the lease of those this replica holds)
@@ -60,7 +68,7 @@ package struct SharedClaimStateMachine<Page> {
         /// Arm the lapse timer (replacing any armed one).
         case waitUntil(MonotonicInstant)
         /// Every identifier is answered: the parts, in the order they came.
-        case finish([Outcome])
+        case finish(Parts)
         /// This many identifiers stopped waiting for another replica's
         /// fetch, in this way (for `gateway_shared_waits_total`).
         case waitsEnded(WaitEnd, Int)
@@ -127,7 +135,14 @@ package struct SharedClaimStateMachine<Page> {
     /// then makes is one after a release.
     private var releasedSinceLook: Set<String> = []
     private var unresolved: Int
-    private var parts: [Outcome] = []
+    private var parts = Parts()
+    /// Every identifier, while the machine started at `.fetch` has only its
+    /// one fetch under way: each is `.fetching(claimed: true)`, and
+    /// `status` stays empty (no table is made for the usual miss). Only
+    /// ``start(now:)``, ``fetched(_:_:claimed:)`` and ``leased`` read it;
+    /// every other event finds no identifier it could change, as it would
+    /// in a table of identifiers all being fetched.
+    private var fetchingAll: [String]?
     private(set) var isFinished = false
     /// The tier was lost: nothing more is waited for.
     private var alone = false
@@ -151,11 +166,38 @@ package struct SharedClaimStateMachine<Page> {
         self.unresolved = status.count
     }
 
+    /// Starts at `.fetch`: the call's lookup won the lease of every one of
+    /// `identifiers` (distinct), so the first action fetches them all under
+    /// those leases, then publishes.
+    package init(fetching identifiers: [String], deadline: MonotonicInstant, poll: Duration, patience: Duration? = nil) {
+        self.deadline = deadline
+        self.poll = poll
+        self.patience = patience
+        // Nothing to fetch: finished at the start, with no fetch to end.
+        self.fetchingAll = identifiers.isEmpty ? nil : identifiers
+        self.unresolved = identifiers.count
+    }
+
+    /// Whether other replicas' messages can matter: some identifier is
+    /// claimed or waited for, not only fetched under this replica's lease.
+    package var hearsOthers: Bool {
+        fetchingAll == nil && status.values.contains { $0 != .fetching(claimed: true) && $0 != .resolved }
+    }
+
+    /// The table of statuses of a machine that started at `.fetch`, for an
+    /// event it does not expect (a part of its identifiers fetched).
+    private mutating func makeTable() {
+        guard let all = fetchingAll else { return }
+        fetchingAll = nil
+        for identifier in all { status[identifier] = .fetching(claimed: true) }
+    }
+
     /// The first round: fetch what the lookup won, wait for what it found
     /// held, claim the rest.
-    package mutating func start(now: MonotonicInstant) -> [Action] {
+    package mutating func start(now: MonotonicInstant) -> Actions {
         guard unresolved > 0 else { return finishIfDone() }
-        var actions: [Action] = []
+        if let all = fetchingAll { return Actions(.fetch(all, claimed: true)) }
+        var actions = Actions()
         let fetch = status.filter { $0.value == .fetching(claimed: true) }.map(\.key).sorted()
         if !fetch.isEmpty { actions.append(.fetch(fetch, claimed: true)) }
         let claim = status.filter { $0.value == .claiming }.map(\.key).sorted()
@@ -177,8 +219,8 @@ package struct SharedClaimStateMachine<Page> {
     /// another replica.
     ///   - unflagged: those of `won` whose wait flag was not there: for a
     ///     look, the holder waited on released it with an outcome.
-    package mutating func claimed(_ identifiers: [String], won: Set<String>, unflagged: Set<String> = [], entries: (page: Page, identifiers: Set<String>)?, now: MonotonicInstant) -> [Action] {
-        var actions: [Action] = []
+    package mutating func claimed(_ identifiers: [String], won: Set<String>, unflagged: Set<String> = [], entries: (page: Page, identifiers: Set<String>)?, now: MonotonicInstant) -> Actions {
+        var actions = Actions()
         var release: [String] = []
         var fetch: [String] = []
         var fetchAlone: [String] = []
@@ -241,7 +283,8 @@ package struct SharedClaimStateMachine<Page> {
         if !release.isEmpty { actions.append(.release(release)) }
         if !fetch.isEmpty { actions.append(.fetch(fetch, claimed: true)) }
         if wait { actions += waitOrGiveUp(now: now) }
-        return actions + finishIfDone()
+        actions += finishIfDone()
+        return actions
     }
 
     /// Whether two early outcomes are the same message's (compared by
@@ -255,7 +298,7 @@ package struct SharedClaimStateMachine<Page> {
     }
 
     /// Redis could not be asked: fetch the identifiers without a claim.
-    package mutating func claimFailed(_ identifiers: [String]) -> [Action] {
+    package mutating func claimFailed(_ identifiers: [String]) -> Actions {
         var fetch: [String] = []
         var looked = 0
         for identifier in identifiers where status[identifier] == .claiming || status[identifier] == .looking || status[identifier] == .lookingAfterRelease {
@@ -264,27 +307,47 @@ package struct SharedClaimStateMachine<Page> {
             fetch.append(identifier)
             early[identifier] = nil
         }
-        let ended: [Action] = looked > 0 ? [.waitsEnded(.alone, looked)] : []
-        return fetch.isEmpty ? ended : ended + [.fetch(fetch, claimed: false)]
+        var actions = Actions()
+        if looked > 0 { actions.append(.waitsEnded(.alone, looked)) }
+        if !fetch.isEmpty { actions.append(.fetch(fetch, claimed: false)) }
+        return actions
     }
 
     /// This replica's upstream fetch of `identifiers` ended.
-    package mutating func fetched(_ identifiers: [String], _ outcome: Outcome, claimed: Bool) -> [Action] {
+    package mutating func fetched(_ identifiers: [String], _ outcome: Outcome, claimed: Bool) -> Actions {
+        if let all = fetchingAll {
+            // The usual miss: its one fetch, of every identifier, ended.
+            guard identifiers == all else {
+                makeTable()
+                return fetched(identifiers, outcome, claimed: claimed)
+            }
+            fetchingAll = nil
+            unresolved = 0
+            isFinished = true
+            parts.append(outcome)
+            var actions = claimed ? Actions(.publish(identifiers, outcome)) : Actions()
+            actions.append(.finish(parts))
+            return actions
+        }
         var resolvedAny = false
         for identifier in identifiers {
             guard case .fetching? = status[identifier] else { continue }
             resolve(identifier)
             resolvedAny = true
         }
-        if resolvedAny { parts.append(outcome) }
-        let publish: [Action] = claimed ? [.publish(identifiers, outcome)] : []
-        return publish + finishIfDone()
+        guard resolvedAny else { return Actions() }
+        parts.append(outcome)
+        // Only a fetch still under way publishes: a late or repeated end
+        // (nothing of it fetched any more) asks for nothing.
+        var actions = claimed ? Actions(.publish(identifiers, outcome)) : Actions()
+        actions += finishIfDone()
+        return actions
     }
 
     /// Another replica published the outcome of `identifiers`. Waited-for
     /// identifiers take it; those whose claim reply is still to come keep
     /// it, in case the reply says another replica holds them.
-    package mutating func received(_ identifiers: [String], _ outcome: Outcome) -> [Action] {
+    package mutating func received(_ identifiers: [String], _ outcome: Outcome) -> Actions {
         var resolved = 0
         var release: [String] = []
         for identifier in identifiers {
@@ -303,28 +366,33 @@ package struct SharedClaimStateMachine<Page> {
                 continue
             }
         }
-        guard resolved > 0 else { return [] }
+        guard resolved > 0 else { return Actions() }
         parts.append(outcome)
-        return [.waitsEnded(.outcome, resolved)] + (release.isEmpty ? [] : [.release(release.sorted())]) + finishIfDone()
+        var actions = Actions(.waitsEnded(.outcome, resolved))
+        if !release.isEmpty { actions.append(.release(release.sorted())) }
+        actions += finishIfDone()
+        return actions
     }
 
     /// Another replica gave up its claims on `identifiers` without an
     /// outcome (its own deadline passed, or a lease its lookup took was
     /// not needed): look again now, or, when a look went out less than
     /// ``minimumReclaimInterval`` ago, once that much has passed since.
-    package mutating func released(_ identifiers: [String], now: MonotonicInstant) -> [Action] {
+    package mutating func released(_ identifiers: [String], now: MonotonicInstant) -> Actions {
         // A lease held while an outcome was awaited: none will come.
-        var actions: [Action] = []
+        var actions = Actions()
         let held = identifiers.filter { status[$0] == .awaitingOutcome }.sorted()
         if !held.isEmpty {
             for identifier in held { status[identifier] = .fetching(claimed: true) }
-            actions += [.waitsEnded(.released, held.count), .fetch(held, claimed: true)]
+            actions.append(.waitsEnded(.released, held.count))
+            actions.append(.fetch(held, claimed: true))
         }
         if let lastClaim, now - lastClaim < Self.minimumReclaimInterval {
             let waiting = identifiers.filter { status[$0] == .waiting }
             guard !waiting.isEmpty else { return actions }
             releasedSinceLook.formUnion(waiting)
-            return actions + [.waitUntil(min(lastClaim + Self.minimumReclaimInterval, deadline))]
+            actions.append(.waitUntil(min(lastClaim + Self.minimumReclaimInterval, deadline)))
+            return actions
         }
         var claim: [String] = []
         for identifier in identifiers where status[identifier] == .waiting {
@@ -333,28 +401,32 @@ package struct SharedClaimStateMachine<Page> {
         }
         guard !claim.isEmpty else { return actions }
         lastClaim = now
-        return actions + [.claim(claim)]
+        actions.append(.claim(claim))
+        return actions
     }
 
     /// The poll timer fired: past the deadline the waiting identifiers fail
     /// with `cancelled`; before it, they are looked at again (the entries,
     /// and the claims: a lapsed one is taken over).
-    package mutating func pollDue(now: MonotonicInstant) -> [Action] {
+    package mutating func pollDue(now: MonotonicInstant) -> Actions {
         let waiting = status.filter { $0.value == .waiting }.map(\.key).sorted()
         let awaiting = status.filter { $0.value == .awaitingOutcome }.map(\.key).sorted()
-        guard !waiting.isEmpty || !awaiting.isEmpty else { return [] }
+        guard !waiting.isEmpty || !awaiting.isEmpty else { return Actions() }
         if now >= deadline {
             for identifier in waiting + awaiting { resolve(identifier) }
             parts.append(.failure(.cancelled(detail: "another replica's fetch of these identifiers did not end within the call's deadline")))
-            let release: [Action] = awaiting.isEmpty ? [] : [.release(awaiting)]
-            return [.waitsEnded(.deadline, waiting.count + awaiting.count)] + release + finishIfDone()
+            var actions = Actions(.waitsEnded(.deadline, waiting.count + awaiting.count))
+            if !awaiting.isEmpty { actions.append(.release(awaiting)) }
+            actions += finishIfDone()
+            return actions
         }
-        var actions: [Action] = []
+        var actions = Actions()
         if !awaiting.isEmpty {
             // The outcome awaited never came (its message was lost): fetch
             // under the lease held.
             for identifier in awaiting { status[identifier] = .fetching(claimed: true) }
-            actions += [.waitsEnded(.takeover, awaiting.count), .fetch(awaiting, claimed: true)]
+            actions.append(.waitsEnded(.takeover, awaiting.count))
+            actions.append(.fetch(awaiting, claimed: true))
         }
         actions += fetchOnOwn(now: now)
         let still = waiting.filter { status[$0] == .waiting }
@@ -362,14 +434,15 @@ package struct SharedClaimStateMachine<Page> {
         for identifier in still { status[identifier] = releasedSinceLook.contains(identifier) ? .lookingAfterRelease : .looking }
         releasedSinceLook = []
         lastClaim = now
-        return actions + [.claim(still)]
+        actions.append(.claim(still))
+        return actions
     }
 
     /// Arms the next look, or, for identifiers that have waited long
     /// enough (or whose fetch has too little time left to wait), fetches
     /// them on this replica's own.
-    private mutating func waitOrGiveUp(now: MonotonicInstant) -> [Action] {
-        let impatient = fetchOnOwn(now: now)
+    private mutating func waitOrGiveUp(now: MonotonicInstant) -> Actions {
+        var impatient = fetchOnOwn(now: now)
         guard status.values.contains(where: { $0 == .waiting || $0 == .awaitingOutcome }) else { return impatient }
         // The next look: a poll from now, but no later than when the
         // oldest wait runs out of patience, or the time left falls under
@@ -379,13 +452,14 @@ package struct SharedClaimStateMachine<Page> {
             let oldest = waitingSince.filter { status[$0.key] == .waiting }.values.min() ?? now
             next = min(next, max(min(oldest + patience, deadline - patience), now))
         }
-        return impatient + [.waitUntil(next)]
+        impatient.append(.waitUntil(next))
+        return impatient
     }
 
     /// Fetches, without a claim, what has waited `patience` or has less
     /// than that left before the deadline.
-    private mutating func fetchOnOwn(now: MonotonicInstant) -> [Action] {
-        guard let patience else { return [] }
+    private mutating func fetchOnOwn(now: MonotonicInstant) -> Actions {
+        guard let patience else { return Actions() }
         let timeLeftTooShort = deadline - now < patience
         var fetch: [String] = []
         for (identifier, since) in waitingSince where status[identifier] == .waiting {
@@ -393,18 +467,23 @@ package struct SharedClaimStateMachine<Page> {
             status[identifier] = .fetching(claimed: false)
             fetch.append(identifier)
         }
-        guard !fetch.isEmpty else { return [] }
+        guard !fetch.isEmpty else { return Actions() }
         fetch.sort()
-        return [.waitsEnded(.timeout, fetch.count), .fetch(fetch, claimed: false)]
+        var actions = Actions(.waitsEnded(.timeout, fetch.count))
+        actions.append(.fetch(fetch, claimed: false))
+        return actions
     }
 
     /// The tier was lost (the subscriber dropped, or Redis stalled): what
     /// is waited for is fetched without a claim, and nothing more will be.
-    package mutating func sharedTierLost() -> [Action] {
+    package mutating func sharedTierLost() -> Actions {
         alone = true
         let waiting = status.filter { $0.value == .waiting || $0.value == .awaitingOutcome }.map(\.key).sorted()
+        guard !waiting.isEmpty else { return Actions() }
         for identifier in waiting { status[identifier] = .fetching(claimed: false) }
-        return waiting.isEmpty ? [] : [.waitsEnded(.alone, waiting.count), .fetch(waiting, claimed: false)]
+        var actions = Actions(.waitsEnded(.alone, waiting.count))
+        actions.append(.fetch(waiting, claimed: false))
+        return actions
     }
 
     /// Whether any identifier still waits for another replica.
@@ -413,7 +492,8 @@ package struct SharedClaimStateMachine<Page> {
     /// The identifiers this replica fetches under its lease: their leases
     /// are renewed until the fetch ends.
     package var leased: [String] {
-        status.compactMap { identifier, status in
+        if let all = fetchingAll { return all.sorted() }
+        return status.compactMap { identifier, status in
             if case .fetching(claimed: true) = status { return identifier }
             return nil
         }.sorted()
@@ -424,9 +504,83 @@ package struct SharedClaimStateMachine<Page> {
         unresolved -= 1
     }
 
-    private mutating func finishIfDone() -> [Action] {
-        guard unresolved == 0, !isFinished else { return [] }
+    private mutating func finishIfDone() -> Actions {
+        guard unresolved == 0, !isFinished else { return Actions() }
         isFinished = true
-        return [.finish(parts)]
+        return Actions(.finish(parts))
+    }
+}
+
+/// A short list held inline: the first two elements in place, any more in
+/// an array. The machine answers the usual miss's events with one or two
+/// actions and one part, which an array would allocate for each time.
+/// Always inlined: a generic call here would copy its elements through
+/// their value witnesses, at more cost than the malloc it saves.
+package struct SharedInlineList<Element>: Sequence {
+    private var first: Element?
+    private var second: Element?
+    private var more: [Element] = []
+    /// How many elements it holds.
+    package private(set) var count = 0
+
+    /// No element.
+    @inline(__always)
+    package init() {}
+
+    /// One element.
+    @inline(__always)
+    package init(_ element: Element) {
+        first = element
+        count = 1
+    }
+
+    package var isEmpty: Bool {
+        @inline(__always) get { count == 0 }
+    }
+
+    /// The element at `index` (below ``count``).
+    package subscript(index: Int) -> Element {
+        @inline(__always) get {
+            switch index {
+            case 0: first!
+            case 1: second!
+            default: more[index - 2]
+            }
+        }
+    }
+
+    @inline(__always)
+    package mutating func append(_ element: Element) {
+        switch count {
+        case 0: first = element
+        case 1: second = element
+        default: more.append(element)
+        }
+        count += 1
+    }
+
+    @inline(__always)
+    package static func += (list: inout SharedInlineList, other: SharedInlineList) {
+        for index in 0 ..< other.count { list.append(other[index]) }
+    }
+
+    @inline(__always)
+    package func makeIterator() -> Iterator { Iterator(list: self) }
+
+    package struct Iterator: IteratorProtocol {
+        fileprivate let list: SharedInlineList
+        private var index = 0
+
+        @inline(__always)
+        fileprivate init(list: SharedInlineList) {
+            self.list = list
+        }
+
+        @inline(__always)
+        package mutating func next() -> Element? {
+            guard index < list.count else { return nil }
+            defer { index += 1 }
+            return list[index]
+        }
     }
 }

@@ -11,9 +11,9 @@ package protocol SharedLeaseHolder: AnyObject {
 /// fetch costs an insert and a removal here, not a timer of its own (most
 /// fetches end long before their first renewal). A fetch added just after
 /// a sweep is renewed at the next, within one period, so a lease of 1 s
-/// never lapses while its fetch runs. Confined to its loop.
-package final class SharedLeaseRenewals: @unchecked Sendable {
-    // @unchecked: `holders` and `timer` are touched on `loop` only.
+/// never lapses while its fetch runs. Confined to its loop: the tier holds
+/// it in a ``LoopBound``.
+package final class SharedLeaseRenewals {
     private let loop: EventLoop
     private let period: Duration
     /// What the sweeps' period is timed on.

@@ -1,12 +1,13 @@
-import EventTransport
+package import EventTransport
 package import MemoryTier
 import Synchronization
 
 /// The drivers waiting for other replicas' outcomes, by (scope,
 /// identifier). The subscriber hands each message here (on its loop); each
-/// driver named in it gets the message on its own loop.
+/// driver named in it gets the message on its own loop (each held in a
+/// ``LoopBound``: touched only there).
 package final class SharedOutcomeWaiters: Sendable {
-    private let table = Mutex<[ScopedIdentifier: [ObjectIdentifier: SharedClaimDriver]]>([:])
+    private let table = Mutex<[ScopedIdentifier: [ObjectIdentifier: LoopBound<SharedClaimDriver>]]>([:])
     /// `UPSTREAM_MAX_IDS`: no fetch names more, so no message may.
     private let maxIdentifiers: Int
     /// Counts a message that does not parse (`gateway_shared_cache_errors_total`).
@@ -17,16 +18,20 @@ package final class SharedOutcomeWaiters: Sendable {
         self.refused = refused
     }
 
-    package func register(_ driver: SharedClaimDriver, scope: FetchScope, identifiers: [String]) {
+    /// On the driver's loop.
+    package func register(_ driver: LoopBound<SharedClaimDriver>, scope: FetchScope, identifiers: [String]) {
+        let id = ObjectIdentifier(driver.value)
         table.withLock { table in
-            for key in ScopedIdentifier.keys(scope: scope, identifiers: identifiers) { table[key, default: [:]][ObjectIdentifier(driver)] = driver }
+            for key in ScopedIdentifier.keys(scope: scope, identifiers: identifiers) { table[key, default: [:]][id] = driver }
         }
     }
 
-    package func unregister(_ driver: SharedClaimDriver, scope: FetchScope, identifiers: [String]) {
+    /// On the driver's loop.
+    package func unregister(_ driver: LoopBound<SharedClaimDriver>, scope: FetchScope, identifiers: [String]) {
+        let id = ObjectIdentifier(driver.value)
         table.withLock { table in
             for key in ScopedIdentifier.keys(scope: scope, identifiers: identifiers) {
-                table[key]?[ObjectIdentifier(driver)] = nil
+                table[key]?[id] = nil
                 if table[key]?.isEmpty == true { table[key] = nil }
             }
         }
@@ -35,12 +40,12 @@ package final class SharedOutcomeWaiters: Sendable {
     /// The subscriber dropped: every waiting driver stops waiting.
     package func subscriberLost() {
         let drivers = table.withLock { table in
-            var all: [ObjectIdentifier: SharedClaimDriver] = [:]
+            var all: [ObjectIdentifier: LoopBound<SharedClaimDriver>] = [:]
             for entry in table.values { all.merge(entry) { first, _ in first } }
             return all
         }
         for driver in drivers.values {
-            driver.loop.execute { driver.sharedTierLost() }
+            driver.loop.execute { driver.value.sharedTierLost() }
         }
     }
 
@@ -53,14 +58,14 @@ package final class SharedOutcomeWaiters: Sendable {
             refused()
             return
         }
-        var drivers: [ObjectIdentifier: SharedClaimDriver] = [:]
+        var drivers: [ObjectIdentifier: LoopBound<SharedClaimDriver>] = [:]
         table.withLock { table in
             for key in ScopedIdentifier.keys(scope: message.scope, identifiers: message.identifiers) {
                 for (id, driver) in table[key] ?? [:] { drivers[id] = driver }
             }
         }
         for driver in drivers.values {
-            driver.loop.execute { driver.received(message) }
+            driver.loop.execute { driver.value.received(message) }
         }
     }
 }

@@ -192,6 +192,12 @@ extension SharedTier {
 
     /// Gives back leases a lookup took that no fetch adopted.
     package func release(_ claims: SharedPreclaim, on loop: EventLoop) {
+        SharedLeasePermit(claims, tier: self, on: loop).release()
+    }
+
+    /// What an unconsumed ``SharedLeasePermit`` does: the leases go back
+    /// with the loop's release script.
+    fileprivate func giveBack(_ claims: SharedPreclaim, on loop: EventLoop) {
         guard claims.wonCount > 0, let connection = loop.context[connections], connection.isReady else { return }
         release(claims.wonIdentifiers, scope: claims.scope, token: claims.token, on: connection, leasesInEntryKeys: true)
     }
@@ -233,5 +239,48 @@ extension SharedTier {
             log.warning("a shared-tier lookup failed; answering without it", metadata: ["error": "\(error.message)"])
             return nil
         }
+    }
+}
+
+/// The leases a lookup won (``SharedPreclaim``), held by one owner at a time,
+/// as Pingora's `WritePermit`: the fetch that runs under them takes them
+/// (``adopt()``), or they are given back (``release()``); a permit dropped
+/// with neither gives them back itself. So a won lease is never forgotten
+/// (left to lapse while other replicas wait on it) nor given back twice:
+/// the compiler refuses a second use. Two references and the leases'
+/// description, on the stack: nothing is allocated for it.
+package struct SharedLeasePermit: ~Copyable {
+    private var leases: SharedPreclaim?
+    private let tier: SharedTier
+    /// The loop whose connection gives the leases back.
+    private let loop: EventLoop
+
+    /// The permit for `leases` (nil: none), taken on `loop`.
+    package init(_ leases: SharedPreclaim?, tier: SharedTier, on loop: EventLoop) {
+        self.leases = leases
+        self.tier = tier
+        self.loop = loop
+    }
+
+    /// Whether it holds any lease.
+    package var isEmpty: Bool { (leases?.wonCount ?? 0) == 0 }
+
+    /// Hands the leases to the fetch that runs under them: from here its
+    /// driver renews, releases and publishes them.
+    package consuming func adopt() -> SharedPreclaim? {
+        let adopted = leases
+        leases = nil
+        return adopted
+    }
+
+    /// Gives the leases back now, in the loop turn's release script.
+    package consuming func release() {
+        let given = leases
+        leases = nil
+        if let given { tier.giveBack(given, on: loop) }
+    }
+
+    deinit {
+        if let leases { tier.giveBack(leases, on: loop) }
     }
 }

@@ -14,7 +14,7 @@ struct SharedClaimStateMachineTests {
     static let poll = Duration.milliseconds(250)
 
     /// The actions as comparable text.
-    static func describe(_ actions: [Machine.Action]) -> [String] {
+    static func describe(_ actions: Machine.Actions) -> [String] {
         actions.map { action in
             switch action {
             case .claim(let ids): "claim \(ids.sorted())"
@@ -264,5 +264,116 @@ struct SharedClaimStateMachineTests {
         _ = machine.received(["a"], .success("p"))
         #expect(Self.describe(machine.received(["a"], .success("again"))).isEmpty)
         #expect(Self.describe(machine.pollDue(now: Self.t0 + .seconds(9))).isEmpty)
+    }
+
+    // MARK: Starting at `.fetch` (the usual miss: the lookup won every lease)
+
+    static func fetching(_ ids: [String], deadline: Duration = .seconds(5)) -> Machine {
+        Machine(fetching: ids, deadline: t0 + deadline, poll: poll, patience: .milliseconds(400))
+    }
+
+    /// The first action fetches every identifier, as the lookup listed them
+    /// (its own array), under the leases; the fetch's end publishes and
+    /// finishes, whatever the outcome.
+    @Test(arguments: [Machine.Outcome.success("mine"), .failure(.connectionError(detail: "down")), .failure(.cancelled(detail: "deadline"))])
+    func startingAtFetchFetchesEveryIdentifierThenPublishes(outcome: Machine.Outcome) throws {
+        var machine = Self.fetching(["b", "a"])
+        #expect(!machine.hearsOthers)
+        #expect(machine.leased == ["a", "b"])
+        let start = Array(machine.start(now: Self.t0))
+        try #require(start.count == 1)
+        guard case .fetch(let ids, claimed: true) = start[0] else { Issue.record("not a claimed fetch"); return }
+        #expect(ids == ["b", "a"])
+        #expect(!machine.isFinished)
+        let text = Self.describe(outcome)
+        #expect(Self.describe(machine.fetched(["b", "a"], outcome, claimed: true)) == ["publish [\"a\", \"b\"] \(text)", "finish [\"\(text)\"]"])
+        #expect(machine.isFinished)
+        #expect(machine.leased.isEmpty)
+        #expect(Self.describe(machine.fetched(["b", "a"], outcome, claimed: true)).isEmpty)
+    }
+
+    /// Every event but the fetch's end, before it: what each makes a
+    /// machine started at `.fetch` do.
+    enum Event: String, CaseIterable, Sendable {
+        case claimReply, claimFailed, outcomeMessage, releasedMessage, pollDue, pollPastDeadline, tierLost
+    }
+
+    static func apply(_ event: Event, to machine: inout Machine) -> [String] {
+        switch event {
+        case .claimReply: describe(machine.claimed(["a", "b"], won: ["a", "b"], entries: (page: "cached", identifiers: ["a"]), now: t0))
+        case .claimFailed: describe(machine.claimFailed(["a", "b"]))
+        case .outcomeMessage: describe(machine.received(["a", "b"], .success("theirs")))
+        case .releasedMessage: describe(machine.released(["a", "b"], now: t0 + .seconds(1)))
+        case .pollDue: describe(machine.pollDue(now: t0 + poll))
+        case .pollPastDeadline: describe(machine.pollDue(now: t0 + .seconds(9)))
+        case .tierLost: describe(machine.sharedTierLost())
+        }
+    }
+
+    /// The table: started at `.fetch`, no event but the fetch's end asks
+    /// for anything (nothing is claimed, waited for or released: the leases
+    /// are its fetch's until it publishes), exactly as for a machine that
+    /// claimed and won every lease; and the fetch still ends it.
+    @Test(arguments: Event.allCases)
+    func startingAtFetchOnlyItsFetchEndsIt(event: Event) {
+        var started = Self.fetching(["a", "b"])
+        _ = started.start(now: Self.t0)
+        var claimed = Machine(identifiers: ["a", "b"], deadline: Self.t0 + .seconds(5), poll: Self.poll, patience: .milliseconds(400), won: ["a", "b"])
+        _ = claimed.start(now: Self.t0)
+        #expect(Self.apply(event, to: &started).isEmpty)
+        #expect(Self.apply(event, to: &claimed).isEmpty)
+        #expect(started.leased == ["a", "b"])
+        #expect(!started.isWaiting)
+        #expect(!started.isFinished)
+        let end = ["publish [\"a\", \"b\"] mine", "finish [\"mine\"]"]
+        #expect(Self.describe(started.fetched(["a", "b"], .success("mine"), claimed: true)) == end)
+        #expect(Self.describe(claimed.fetched(["a", "b"], .success("mine"), claimed: true)) == end)
+    }
+
+    /// A fetch of part of its identifiers (not one the driver makes) turns
+    /// the machine into its table of statuses: each part publishes, the
+    /// last finishes, as a machine that won every lease.
+    @Test func startingAtFetchTakesPartsAsTheTableDoes() {
+        var machine = Self.fetching(["a", "b", "c"])
+        _ = machine.start(now: Self.t0)
+        #expect(Self.describe(machine.fetched(["a"], .success("pa"), claimed: true)) == ["publish [\"a\"] pa"])
+        #expect(machine.leased == ["b", "c"])
+        #expect(Self.describe(machine.fetched(["a", "z"], .success("again"), claimed: false)).isEmpty)
+        #expect(Self.describe(machine.fetched(["c", "b"], .failure(.connectionError(detail: "down")), claimed: true)) == [
+            "publish [\"b\", \"c\"] connectionError", "finish [\"pa\", \"connectionError\"]",
+        ])
+    }
+
+    /// Nothing to fetch: finished at once.
+    @Test func startingAtFetchWithNothingFinishesAtOnce() {
+        var machine = Self.fetching([])
+        #expect(Self.describe(machine.start(now: Self.t0)) == ["finish []"])
+        #expect(machine.isFinished)
+    }
+
+    /// A machine that claims or waits hears other replicas; one that only
+    /// fetches under the lookup's leases does not.
+    @Test func whoHearsOtherReplicas() {
+        #expect(Self.machine(["a"]).hearsOthers)
+        #expect(Machine(identifiers: ["a", "b"], deadline: Self.t0 + .seconds(5), poll: Self.poll, won: ["a"]).hearsOthers)
+        #expect(Machine(identifiers: ["a"], deadline: Self.t0 + .seconds(5), poll: Self.poll, held: ["a"]).hearsOthers)
+        #expect(!Machine(identifiers: ["a", "b"], deadline: Self.t0 + .seconds(5), poll: Self.poll, won: ["a", "b"]).hearsOthers)
+        #expect(!Self.fetching(["a", "b"]).hearsOthers)
+    }
+
+    /// The inline list keeps order past its two inline places.
+    @Test func theInlineListKeepsOrder() {
+        var list = SharedInlineList<Int>()
+        #expect(list.isEmpty)
+        #expect(Array(list).isEmpty)
+        list.append(1)
+        #expect(Array(list) == [1])
+        list.append(2)
+        list.append(3)
+        var more = SharedInlineList(4)
+        more.append(5)
+        list += more
+        #expect(list.count == 5)
+        #expect(Array(list) == [1, 2, 3, 4, 5])
     }
 }

@@ -39,10 +39,11 @@ final class SharedLeaseRenewalsTests {
 
     @Test func heldLeasesAreRenewedEveryPeriodUntilTheLastHolderLeaves() async {
         let clock = ManualClock()
-        let renewals = SharedLeaseRenewals(loop: loop, period: SharedTier.renewal, clock: clock.gatewayClock)
+        // Loop-confined: made here, touched only on the loop.
+        let renewals = LoopBound(sending: SharedLeaseRenewals(loop: loop, period: SharedTier.renewal, clock: clock.gatewayClock), loop: loop)
         let first = Holder()
         let second = Holder()
-        await onLoop { renewals.add(first) }
+        await onLoop { renewals.value.add(first) }
         #expect(clock.armedCount == 1)
         await clock.advance(by: .milliseconds(299))
         #expect(first.count == 0)
@@ -51,18 +52,18 @@ final class SharedLeaseRenewalsTests {
 
         // One added between sweeps is renewed at the next one, with the others.
         await clock.advance(by: .milliseconds(100))
-        await onLoop { renewals.add(second) }
+        await onLoop { renewals.value.add(second) }
         #expect(clock.armedCount == 1)
         await clock.advance(by: .milliseconds(200))
         #expect((first.count, second.count) == (2, 1))
         await clock.advance(by: .milliseconds(900))
         #expect((first.count, second.count) == (5, 4))
 
-        await onLoop { renewals.remove(first) }
+        await onLoop { renewals.value.remove(first) }
         await clock.advance(by: .milliseconds(300))
         #expect((first.count, second.count) == (5, 5))
         // No timer outlives the last holder.
-        await onLoop { renewals.remove(second) }
+        await onLoop { renewals.value.remove(second) }
         #expect(clock.armedCount == 0)
         await clock.advance(by: .seconds(10))
         #expect((first.count, second.count) == (5, 5))
