@@ -96,7 +96,9 @@ package final class SharedClaimDriver: SharedLeaseHolder {
         }
     }
 
-    private func perform(_ actions: Machine.Actions) {
+    /// Does what the machine asked; `fetched`: the outcome of the fetch
+    /// whose end returned `actions` (what a `.publish` publishes).
+    private func perform(_ actions: Machine.Actions, fetched: Outcome? = nil) {
         // By index: no iterator holding a copy of the list.
         for index in 0 ..< actions.count {
             switch actions[index] {
@@ -114,7 +116,8 @@ package final class SharedClaimDriver: SharedLeaseHolder {
                 }
             case .fetch(let identifiers, let claimed):
                 fetch(identifiers, claimed: claimed)
-            case .publish(let identifiers, let outcome):
+            case .publish(let identifiers):
+                guard let outcome = fetched else { preconditionFailure("a publish comes from a fetch's end only") }
                 forEachClaimPlace(identifiers) { part, leasesInEntryKeys in
                     tier.publish(part, outcome: outcome, scope: request.scope, token: token, on: connection, leasesInEntryKeys: leasesInEntryKeys)
                 }
@@ -130,7 +133,7 @@ package final class SharedClaimDriver: SharedLeaseHolder {
                 }
             case .waitsEnded(let end, let count):
                 tier.metrics.recordSharedWaitsEnded(end.rawValue, count)
-            case .finish(let parts):
+            case .finish:
                 pollTimer?.cancel()
                 pollTimer = nil
                 renewals?.remove(self)
@@ -138,7 +141,7 @@ package final class SharedClaimDriver: SharedLeaseHolder {
                 if registered { tier.waiters.unregister(LoopBound(self, loop: loop), scope: request.scope, identifiers: request.identifiers) }
                 let completion = self.completion
                 self.completion = nil
-                completion?(Self.merge(parts))
+                completion?(Self.merge(machine.parts))
             }
         }
     }
@@ -173,7 +176,7 @@ package final class SharedClaimDriver: SharedLeaseHolder {
         if !claimed, case .success(let page) = outcome {
             tier.store(page, scope: request.scope, identifiers: identifiers, on: connection)
         }
-        perform(machine.fetched(identifiers, outcome, claimed: claimed))
+        perform(machine.fetched(identifiers, outcome, claimed: claimed), fetched: outcome)
     }
 
     /// While a claimed fetch runs, the loop's sweep renews its leases

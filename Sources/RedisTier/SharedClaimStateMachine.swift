@@ -55,46 +55,8 @@ package struct SharedClaimStateMachine<Page> {
     /// The outcomes that answered the fetch, in the order they came.
     package typealias Parts = SharedInlineList<Outcome>
 
-    package enum Action {
-        /// Claim these (or renew the lease of those this replica holds)
-        /// and read their entries, in one round trip.
-        case claim([String])
-        /// Ask the upstream for these; `claimed` ones are published after.
-        case fetch([String], claimed: Bool)
-        /// Store, release and publish the outcome of a claimed fetch.
-        case publish([String], Outcome)
-        /// Release claims won for identifiers an entry already answered.
-        case release([String])
-        /// Arm the lapse timer (replacing any armed one).
-        case waitUntil(MonotonicInstant)
-        /// Every identifier is answered: the parts, in the order they came.
-        case finish(Parts)
-        /// This many identifiers stopped waiting for another replica's
-        /// fetch, in this way (for `gateway_shared_waits_total`).
-        case waitsEnded(WaitEnd, Int)
-    }
-
-    /// How a wait on another replica's lease ended.
-    package enum WaitEnd: String, CaseIterable, Sendable {
-        /// The outcome message of the fetch waited for.
-        case outcome
-        /// A look found the entry the fetch stored (its message was lost).
-        case entry
-        /// A look found the lease gone, and this replica fetched (its
-        /// holder died, or its message was lost).
-        case takeover
-        /// Its holder gave it up without an outcome ("released": its
-        /// deadline passed, or a lookup's lease no fetch needed), and this
-        /// replica fetched.
-        case released
-        /// The tier was lost: this replica fetched without it.
-        case alone
-        /// The fetch's deadline passed first.
-        case deadline
-        /// It waited `patience` (`UPSTREAM_TIMEOUT_MS`), or the fetch's
-        /// time left fell under that: this replica fetched on its own.
-        case timeout
-    }
+    package typealias Action = SharedClaimAction
+    package typealias WaitEnd = SharedClaimAction.WaitEnd
 
     private enum Status: Equatable {
         case claiming
@@ -135,7 +97,9 @@ package struct SharedClaimStateMachine<Page> {
     /// then makes is one after a release.
     private var releasedSinceLook: Set<String> = []
     private var unresolved: Int
-    private var parts = Parts()
+    /// The outcomes that answered the fetch so far, in the order they
+    /// came: what the driver answers with at `.finish`.
+    package private(set) var parts = Parts()
     /// Every identifier, while the machine started at `.fetch` has only its
     /// one fetch under way: each is `.fetching(claimed: true)`, and
     /// `status` stays empty (no table is made for the usual miss). Only
@@ -325,8 +289,8 @@ package struct SharedClaimStateMachine<Page> {
             unresolved = 0
             isFinished = true
             parts.append(outcome)
-            var actions = claimed ? Actions(.publish(identifiers, outcome)) : Actions()
-            actions.append(.finish(parts))
+            var actions = claimed ? Actions(.publish(identifiers)) : Actions()
+            actions.append(.finish)
             return actions
         }
         var resolvedAny = false
@@ -339,7 +303,7 @@ package struct SharedClaimStateMachine<Page> {
         parts.append(outcome)
         // Only a fetch still under way publishes: a late or repeated end
         // (nothing of it fetched any more) asks for nothing.
-        var actions = claimed ? Actions(.publish(identifiers, outcome)) : Actions()
+        var actions = claimed ? Actions(.publish(identifiers)) : Actions()
         actions += finishIfDone()
         return actions
     }
@@ -507,7 +471,54 @@ package struct SharedClaimStateMachine<Page> {
     private mutating func finishIfDone() -> Actions {
         guard unresolved == 0, !isFinished else { return Actions() }
         isFinished = true
-        return Actions(.finish(parts))
+        return Actions(.finish)
+    }
+}
+
+/// What an event of a ``SharedClaimStateMachine`` asks its driver to do, in
+/// order. No outcome travels in it (a publish is of the outcome the machine
+/// was just told of, a finish answers with the machine's
+/// ``SharedClaimStateMachine/parts``), and it is not generic: an action is
+/// copied as a few words, never through a type's value witnesses.
+package enum SharedClaimAction: Equatable {
+    /// Claim these (or renew the lease of those this replica holds)
+    /// and read their entries, in one round trip.
+    case claim([String])
+    /// Ask the upstream for these; `claimed` ones are published after.
+    case fetch([String], claimed: Bool)
+    /// Store, release and publish, for these identifiers, the outcome of
+    /// the claimed fetch whose end returned this action.
+    case publish([String])
+    /// Release claims won for identifiers an entry already answered.
+    case release([String])
+    /// Arm the lapse timer (replacing any armed one).
+    case waitUntil(MonotonicInstant)
+    /// Every identifier is answered: the answer is the machine's parts.
+    case finish
+    /// This many identifiers stopped waiting for another replica's
+    /// fetch, in this way (for `gateway_shared_waits_total`).
+    case waitsEnded(WaitEnd, Int)
+
+    /// How a wait on another replica's lease ended.
+    package enum WaitEnd: String, CaseIterable, Sendable {
+        /// The outcome message of the fetch waited for.
+        case outcome
+        /// A look found the entry the fetch stored (its message was lost).
+        case entry
+        /// A look found the lease gone, and this replica fetched (its
+        /// holder died, or its message was lost).
+        case takeover
+        /// Its holder gave it up without an outcome ("released": its
+        /// deadline passed, or a lookup's lease no fetch needed), and this
+        /// replica fetched.
+        case released
+        /// The tier was lost: this replica fetched without it.
+        case alone
+        /// The fetch's deadline passed first.
+        case deadline
+        /// It waited `patience` (`UPSTREAM_TIMEOUT_MS`), or the fetch's
+        /// time left fell under that: this replica fetched on its own.
+        case timeout
     }
 }
 

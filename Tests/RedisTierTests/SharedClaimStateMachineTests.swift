@@ -13,16 +13,17 @@ struct SharedClaimStateMachineTests {
     static let t0 = MonotonicInstant.now
     static let poll = Duration.milliseconds(250)
 
-    /// The actions as comparable text.
-    static func describe(_ actions: Machine.Actions) -> [String] {
+    /// The actions as comparable text; a finish shows `machine`'s parts,
+    /// as they were once the event returned.
+    static func describe(_ actions: Machine.Actions, _ machine: Machine? = nil) -> [String] {
         actions.map { action in
             switch action {
             case .claim(let ids): "claim \(ids.sorted())"
             case .fetch(let ids, let claimed): "fetch \(ids.sorted()) claimed=\(claimed)"
-            case .publish(let ids, let outcome): "publish \(ids.sorted()) \(describe(outcome))"
+            case .publish(let ids): "publish \(ids.sorted())"
             case .release(let ids): "release \(ids.sorted())"
             case .waitUntil(let instant): "wait +\(Int((instant - t0) / .milliseconds(1)))ms"
-            case .finish(let parts): "finish \(parts.map(describe))"
+            case .finish: "finish \(machine.map { $0.parts.map(describe) } ?? [])"
             case .waitsEnded(let end, let count): "ended \(end.rawValue) x\(count)"
             }
         }
@@ -41,10 +42,10 @@ struct SharedClaimStateMachineTests {
 
     @Test func aReplicaThatWinsEveryClaimFetchesAndPublishes() {
         var machine = Self.machine(["a", "b"])
-        #expect(Self.describe(machine.start(now: Self.t0)) == ["claim [\"a\", \"b\"]"])
-        #expect(Self.describe(machine.claimed(["a", "b"], won: ["a", "b"], entries: nil, now: Self.t0)) == ["fetch [\"a\", \"b\"] claimed=true"])
-        #expect(Self.describe(machine.fetched(["a", "b"], .success("page-ab"), claimed: true)) == [
-            "publish [\"a\", \"b\"] page-ab", "finish [\"page-ab\"]",
+        #expect(Self.describe(machine.start(now: Self.t0), machine) == ["claim [\"a\", \"b\"]"])
+        #expect(Self.describe(machine.claimed(["a", "b"], won: ["a", "b"], entries: nil, now: Self.t0), machine) == ["fetch [\"a\", \"b\"] claimed=true"])
+        #expect(Self.describe(machine.fetched(["a", "b"], .success("page-ab"), claimed: true), machine) == [
+            "publish [\"a\", \"b\"]", "finish [\"page-ab\"]",
         ])
         #expect(machine.isFinished)
     }
@@ -55,11 +56,11 @@ struct SharedClaimStateMachineTests {
     func aReplicaThatFindsAClaimWaitsForItsOutcome(outcome: Machine.Outcome) {
         var machine = Self.machine(["a"])
         _ = machine.start(now: Self.t0)
-        #expect(Self.describe(machine.claimed(["a"], won: [], entries: nil, now: Self.t0)) == ["wait +250ms"])
+        #expect(Self.describe(machine.claimed(["a"], won: [], entries: nil, now: Self.t0), machine) == ["wait +250ms"])
         #expect(machine.isWaiting)
         // A message about other identifiers changes nothing.
-        #expect(Self.describe(machine.received(["z"], .success("other"))).isEmpty)
-        #expect(Self.describe(machine.received(["a"], outcome)) == ["ended outcome x1", "finish [\"\(Self.describe(outcome))\"]"])
+        #expect(Self.describe(machine.received(["z"], .success("other")), machine).isEmpty)
+        #expect(Self.describe(machine.received(["a"], outcome), machine) == ["ended outcome x1", "finish [\"\(Self.describe(outcome))\"]"])
     }
 
     @Test func partlyOwnedPartlyWaitedPartlyFound() {
@@ -70,8 +71,8 @@ struct SharedClaimStateMachineTests {
         // answered by its entry; a fetched; b waited for (a poll, 250 ms).
         #expect(Self.describe(actions) == ["release [\"d\"]", "fetch [\"a\"] claimed=true", "wait +250ms"])
         #expect(machine.leased == ["a"])
-        #expect(Self.describe(machine.fetched(["a"], .success("mine-a"), claimed: true)) == ["publish [\"a\"] mine-a"])
-        #expect(Self.describe(machine.received(["b"], .success("theirs-b"))) == ["ended outcome x1", "finish [\"cached-cd\", \"mine-a\", \"theirs-b\"]"])
+        #expect(Self.describe(machine.fetched(["a"], .success("mine-a"), claimed: true), machine) == ["publish [\"a\"]"])
+        #expect(Self.describe(machine.received(["b"], .success("theirs-b")), machine) == ["ended outcome x1", "finish [\"cached-cd\", \"mine-a\", \"theirs-b\"]"])
     }
 
     /// The claimer died: it stops renewing, its lease lapses, and the
@@ -79,15 +80,15 @@ struct SharedClaimStateMachineTests {
     @Test func aLapsedClaimIsTakenOverAtAPoll() {
         var machine = Self.machine(["a"], deadline: .seconds(30))
         _ = machine.start(now: Self.t0)
-        #expect(Self.describe(machine.claimed(["a"], won: [], entries: nil, now: Self.t0)) == ["wait +250ms"])
+        #expect(Self.describe(machine.claimed(["a"], won: [], entries: nil, now: Self.t0), machine) == ["wait +250ms"])
         // Still held at the first poll: wait again.
-        #expect(Self.describe(machine.pollDue(now: Self.t0 + .milliseconds(250))) == ["claim [\"a\"]"])
-        #expect(Self.describe(machine.claimed(["a"], won: [], entries: nil, now: Self.t0 + .milliseconds(250))) == ["wait +500ms"])
+        #expect(Self.describe(machine.pollDue(now: Self.t0 + .milliseconds(250)), machine) == ["claim [\"a\"]"])
+        #expect(Self.describe(machine.claimed(["a"], won: [], entries: nil, now: Self.t0 + .milliseconds(250)), machine) == ["wait +500ms"])
         // Lapsed by the fifth: won.
-        #expect(Self.describe(machine.pollDue(now: Self.t0 + .milliseconds(1250))) == ["claim [\"a\"]"])
-        #expect(Self.describe(machine.claimed(["a"], won: ["a"], entries: nil, now: Self.t0 + .milliseconds(1250))) == ["ended takeover x1", "fetch [\"a\"] claimed=true"])
+        #expect(Self.describe(machine.pollDue(now: Self.t0 + .milliseconds(1250)), machine) == ["claim [\"a\"]"])
+        #expect(Self.describe(machine.claimed(["a"], won: ["a"], entries: nil, now: Self.t0 + .milliseconds(1250)), machine) == ["ended takeover x1", "fetch [\"a\"] claimed=true"])
         #expect(machine.leased == ["a"])
-        #expect(Self.describe(machine.fetched(["a"], .success("mine"), claimed: true)) == ["publish [\"a\"] mine", "finish [\"mine\"]"])
+        #expect(Self.describe(machine.fetched(["a"], .success("mine"), claimed: true), machine) == ["publish [\"a\"]", "finish [\"mine\"]"])
         #expect(machine.leased.isEmpty)
     }
 
@@ -97,8 +98,8 @@ struct SharedClaimStateMachineTests {
         var machine = Self.machine(["a", "b"], deadline: .seconds(30))
         _ = machine.start(now: Self.t0)
         _ = machine.claimed(["a", "b"], won: [], entries: nil, now: Self.t0)
-        #expect(Self.describe(machine.pollDue(now: Self.t0 + .milliseconds(250))) == ["claim [\"a\", \"b\"]"])
-        #expect(Self.describe(machine.claimed(["a", "b"], won: [], entries: (page: "stored-ab", identifiers: ["a", "b"]), now: Self.t0 + .milliseconds(250))) == [
+        #expect(Self.describe(machine.pollDue(now: Self.t0 + .milliseconds(250)), machine) == ["claim [\"a\", \"b\"]"])
+        #expect(Self.describe(machine.claimed(["a", "b"], won: [], entries: (page: "stored-ab", identifiers: ["a", "b"]), now: Self.t0 + .milliseconds(250)), machine) == [
             "ended entry x2", "finish [\"stored-ab\"]",
         ])
     }
@@ -107,12 +108,12 @@ struct SharedClaimStateMachineTests {
     @Test func waitingEndsAtTheDeadline() {
         var machine = Self.machine(["a", "b"], deadline: .milliseconds(200))
         _ = machine.start(now: Self.t0)
-        #expect(Self.describe(machine.claimed(["a", "b"], won: ["a"], entries: nil, now: Self.t0)) == ["fetch [\"a\"] claimed=true", "wait +200ms"])
+        #expect(Self.describe(machine.claimed(["a", "b"], won: ["a"], entries: nil, now: Self.t0), machine) == ["fetch [\"a\"] claimed=true", "wait +200ms"])
         // b fails with cancelled; nothing to do until a's own fetch ends.
-        #expect(Self.describe(machine.pollDue(now: Self.t0 + .milliseconds(200))) == ["ended deadline x1"])
+        #expect(Self.describe(machine.pollDue(now: Self.t0 + .milliseconds(200)), machine) == ["ended deadline x1"])
         #expect(!machine.isWaiting)
         #expect(!machine.isFinished)
-        #expect(Self.describe(machine.fetched(["a"], .success("mine"), claimed: true)) == ["publish [\"a\"] mine", "finish [\"cancelled\", \"mine\"]"])
+        #expect(Self.describe(machine.fetched(["a"], .success("mine"), claimed: true), machine) == ["publish [\"a\"]", "finish [\"cancelled\", \"mine\"]"])
     }
 
     /// The claimer gave up (its caller's deadline, or a lookup's lease no
@@ -124,16 +125,16 @@ struct SharedClaimStateMachineTests {
         var machine = Self.machine(["a"])
         _ = machine.start(now: Self.t0)
         _ = machine.claimed(["a"], won: [], entries: nil, now: Self.t0)
-        #expect(Self.describe(machine.released(["a"], now: Self.t0 + .milliseconds(10))) == ["wait +50ms"])
-        #expect(Self.describe(machine.released(["a"], now: Self.t0 + .milliseconds(60))) == ["claim [\"a\"]"])
+        #expect(Self.describe(machine.released(["a"], now: Self.t0 + .milliseconds(10)), machine) == ["wait +50ms"])
+        #expect(Self.describe(machine.released(["a"], now: Self.t0 + .milliseconds(60)), machine) == ["claim [\"a\"]"])
         // Claiming already: nothing waits, so nothing to move.
-        #expect(Self.describe(machine.released(["a"], now: Self.t0 + .milliseconds(100))).isEmpty)
+        #expect(Self.describe(machine.released(["a"], now: Self.t0 + .milliseconds(100)), machine).isEmpty)
         _ = machine.claimed(["a"], won: [], entries: nil, now: Self.t0 + .milliseconds(61))
         for millisecond in 62..<110 {
-            #expect(Self.describe(machine.released(["a"], now: Self.t0 + .milliseconds(millisecond))) == ["wait +110ms"])
+            #expect(Self.describe(machine.released(["a"], now: Self.t0 + .milliseconds(millisecond)), machine) == ["wait +110ms"])
         }
         // A message about identifiers nobody waits for moves nothing.
-        #expect(Self.describe(machine.released(["z"], now: Self.t0 + .milliseconds(70))).isEmpty)
+        #expect(Self.describe(machine.released(["z"], now: Self.t0 + .milliseconds(70)), machine).isEmpty)
     }
 
     /// An outcome that arrives before this replica's claim reply is kept:
@@ -142,16 +143,16 @@ struct SharedClaimStateMachineTests {
     @Test func anOutcomeBeforeTheClaimReplyIsKept() {
         var machine = Self.machine(["a", "b"], deadline: .seconds(30))
         _ = machine.start(now: Self.t0)
-        #expect(Self.describe(machine.received(["a"], .success("theirs-a"))).isEmpty)
-        #expect(Self.describe(machine.claimed(["a", "b"], won: ["b"], entries: nil, now: Self.t0)) == ["fetch [\"b\"] claimed=true"])
-        #expect(Self.describe(machine.fetched(["b"], .success("mine-b"), claimed: true)) == ["publish [\"b\"] mine-b", "finish [\"theirs-a\", \"mine-b\"]"])
+        #expect(Self.describe(machine.received(["a"], .success("theirs-a")), machine).isEmpty)
+        #expect(Self.describe(machine.claimed(["a", "b"], won: ["b"], entries: nil, now: Self.t0), machine) == ["fetch [\"b\"] claimed=true"])
+        #expect(Self.describe(machine.fetched(["b"], .success("mine-b"), claimed: true), machine) == ["publish [\"b\"]", "finish [\"theirs-a\", \"mine-b\"]"])
         // Won anyway (the other fetch released its lease just before this
         // claim came): its outcome still answers, and the claim is given
         // back instead of fetching a second time.
         var won = Self.machine(["a"])
         _ = won.start(now: Self.t0)
         _ = won.received(["a"], .success("theirs"))
-        #expect(Self.describe(won.claimed(["a"], won: ["a"], entries: nil, now: Self.t0)) == ["release [\"a\"]", "finish [\"theirs\"]"])
+        #expect(Self.describe(won.claimed(["a"], won: ["a"], entries: nil, now: Self.t0), won) == ["release [\"a\"]", "finish [\"theirs\"]"])
     }
 
     /// A waiter whose poll looks again while the fetch it waits for ends:
@@ -162,9 +163,9 @@ struct SharedClaimStateMachineTests {
         var machine = Self.machine(["a"], deadline: .seconds(30))
         _ = machine.start(now: Self.t0)
         _ = machine.claimed(["a"], won: [], entries: nil, now: Self.t0)
-        #expect(Self.describe(machine.pollDue(now: Self.t0 + .milliseconds(250))) == ["claim [\"a\"]"])
-        #expect(Self.describe(machine.received(["a"], .success("theirs"))).isEmpty)
-        #expect(Self.describe(machine.claimed(["a"], won: ["a"], entries: nil, now: Self.t0 + .milliseconds(251))) == [
+        #expect(Self.describe(machine.pollDue(now: Self.t0 + .milliseconds(250)), machine) == ["claim [\"a\"]"])
+        #expect(Self.describe(machine.received(["a"], .success("theirs")), machine).isEmpty)
+        #expect(Self.describe(machine.claimed(["a"], won: ["a"], entries: nil, now: Self.t0 + .milliseconds(251)), machine) == [
             "ended outcome x1", "release [\"a\"]", "finish [\"theirs\"]",
         ])
         #expect(machine.leased.isEmpty)
@@ -177,9 +178,9 @@ struct SharedClaimStateMachineTests {
         var machine = Self.machine(["a"], deadline: .seconds(30))
         _ = machine.start(now: Self.t0)
         _ = machine.claimed(["a"], won: [], entries: nil, now: Self.t0)
-        #expect(Self.describe(machine.released(["a"], now: Self.t0 + .milliseconds(1))) == ["wait +50ms"])
-        #expect(Self.describe(machine.pollDue(now: Self.t0 + .milliseconds(50))) == ["claim [\"a\"]"])
-        #expect(Self.describe(machine.claimed(["a"], won: ["a"], unflagged: ["a"], entries: nil, now: Self.t0 + .milliseconds(51))) == [
+        #expect(Self.describe(machine.released(["a"], now: Self.t0 + .milliseconds(1)), machine) == ["wait +50ms"])
+        #expect(Self.describe(machine.pollDue(now: Self.t0 + .milliseconds(50)), machine) == ["claim [\"a\"]"])
+        #expect(Self.describe(machine.claimed(["a"], won: ["a"], unflagged: ["a"], entries: nil, now: Self.t0 + .milliseconds(51)), machine) == [
             "ended released x1", "fetch [\"a\"] claimed=true",
         ])
     }
@@ -191,8 +192,8 @@ struct SharedClaimStateMachineTests {
         _ = machine.start(now: Self.t0)
         _ = machine.claimed(["a"], won: [], entries: nil, now: Self.t0)
         _ = machine.pollDue(now: Self.t0 + .milliseconds(250))
-        #expect(Self.describe(machine.claimed(["a"], won: [], entries: nil, now: Self.t0 + .milliseconds(251))) == ["wait +501ms"])
-        #expect(Self.describe(machine.received(["a"], .failure(.connectionError(detail: "x")))) == ["ended outcome x1", "finish [\"connectionError\"]"])
+        #expect(Self.describe(machine.claimed(["a"], won: [], entries: nil, now: Self.t0 + .milliseconds(251)), machine) == ["wait +501ms"])
+        #expect(Self.describe(machine.received(["a"], .failure(.connectionError(detail: "x"))), machine) == ["ended outcome x1", "finish [\"connectionError\"]"])
     }
 
     /// No lease can make a call fail: a lease still held after `patience`
@@ -201,12 +202,12 @@ struct SharedClaimStateMachineTests {
     @Test func aLeaseHeldLongerThanThePatienceIsFetchedOnOwn() {
         var machine = Machine(identifiers: ["a"], deadline: Self.t0 + .seconds(5), poll: Self.poll, patience: .milliseconds(400))
         _ = machine.start(now: Self.t0)
-        #expect(Self.describe(machine.claimed(["a"], won: [], entries: nil, now: Self.t0)) == ["wait +250ms"])
-        #expect(Self.describe(machine.pollDue(now: Self.t0 + .milliseconds(250))) == ["claim [\"a\"]"])
+        #expect(Self.describe(machine.claimed(["a"], won: [], entries: nil, now: Self.t0), machine) == ["wait +250ms"])
+        #expect(Self.describe(machine.pollDue(now: Self.t0 + .milliseconds(250)), machine) == ["claim [\"a\"]"])
         // Still held: the next look comes when the patience runs out.
-        #expect(Self.describe(machine.claimed(["a"], won: [], entries: nil, now: Self.t0 + .milliseconds(251))) == ["wait +400ms"])
-        #expect(Self.describe(machine.pollDue(now: Self.t0 + .milliseconds(400))) == ["ended timeout x1", "fetch [\"a\"] claimed=false"])
-        #expect(Self.describe(machine.fetched(["a"], .success("mine"), claimed: false)) == ["finish [\"mine\"]"])
+        #expect(Self.describe(machine.claimed(["a"], won: [], entries: nil, now: Self.t0 + .milliseconds(251)), machine) == ["wait +400ms"])
+        #expect(Self.describe(machine.pollDue(now: Self.t0 + .milliseconds(400)), machine) == ["ended timeout x1", "fetch [\"a\"] claimed=false"])
+        #expect(Self.describe(machine.fetched(["a"], .success("mine"), claimed: false), machine) == ["finish [\"mine\"]"])
     }
 
     /// With less time left than the patience, nothing is waited for: the
@@ -214,32 +215,32 @@ struct SharedClaimStateMachineTests {
     @Test func withLessTimeLeftThanThePatienceNothingIsWaitedFor() {
         var machine = Machine(identifiers: ["a", "b"], deadline: Self.t0 + .milliseconds(300), poll: Self.poll, patience: .milliseconds(400))
         _ = machine.start(now: Self.t0)
-        #expect(Self.describe(machine.claimed(["a", "b"], won: ["b"], entries: nil, now: Self.t0)) == [
+        #expect(Self.describe(machine.claimed(["a", "b"], won: ["b"], entries: nil, now: Self.t0), machine) == [
             "fetch [\"b\"] claimed=true", "ended timeout x1", "fetch [\"a\"] claimed=false",
         ])
         // And held at the start (the lookup found it): the same.
         var held = Machine(identifiers: ["a"], deadline: Self.t0 + .seconds(5), poll: Self.poll, patience: .milliseconds(400), held: ["a"])
-        #expect(Self.describe(held.start(now: Self.t0)) == ["wait +250ms"])
-        #expect(Self.describe(held.pollDue(now: Self.t0 + .milliseconds(4700))) == ["ended timeout x1", "fetch [\"a\"] claimed=false"])
+        #expect(Self.describe(held.start(now: Self.t0), held) == ["wait +250ms"])
+        #expect(Self.describe(held.pollDue(now: Self.t0 + .milliseconds(4700)), held) == ["ended timeout x1", "fetch [\"a\"] claimed=false"])
     }
 
     /// The call's lookup already took some leases and found others held:
     /// the fetch starts with no claim round trip of its own for them.
     @Test func leasesTheLookupTookAreFetchedAtOnce() {
         var machine = Machine(identifiers: ["a", "b", "c"], deadline: Self.t0 + .seconds(5), poll: Self.poll, won: ["a"], held: ["b"])
-        #expect(Self.describe(machine.start(now: Self.t0)) == ["fetch [\"a\"] claimed=true", "claim [\"c\"]", "wait +250ms"])
+        #expect(Self.describe(machine.start(now: Self.t0), machine) == ["fetch [\"a\"] claimed=true", "claim [\"c\"]", "wait +250ms"])
         #expect(machine.leased == ["a"])
         var all = Machine(identifiers: ["a"], deadline: Self.t0 + .seconds(5), poll: Self.poll, won: ["a"])
-        #expect(Self.describe(all.start(now: Self.t0)) == ["fetch [\"a\"] claimed=true"])
-        #expect(Self.describe(all.fetched(["a"], .success("mine"), claimed: true)) == ["publish [\"a\"] mine", "finish [\"mine\"]"])
+        #expect(Self.describe(all.start(now: Self.t0), all) == ["fetch [\"a\"] claimed=true"])
+        #expect(Self.describe(all.fetched(["a"], .success("mine"), claimed: true), all) == ["publish [\"a\"]", "finish [\"mine\"]"])
     }
 
     /// Redis could not be asked: fetch alone, publish nothing.
     @Test func withoutRedisTheReplicaFetchesAlone() {
         var machine = Self.machine(["a", "b"])
         _ = machine.start(now: Self.t0)
-        #expect(Self.describe(machine.claimFailed(["a", "b"])) == ["fetch [\"a\", \"b\"] claimed=false"])
-        #expect(Self.describe(machine.fetched(["a", "b"], .failure(.connectionError(detail: "down")), claimed: false)) == ["finish [\"connectionError\"]"])
+        #expect(Self.describe(machine.claimFailed(["a", "b"]), machine) == ["fetch [\"a\", \"b\"] claimed=false"])
+        #expect(Self.describe(machine.fetched(["a", "b"], .failure(.connectionError(detail: "down")), claimed: false), machine) == ["finish [\"connectionError\"]"])
     }
 
     /// The tier was lost while waiting (the subscriber dropped, a probe of
@@ -248,12 +249,12 @@ struct SharedClaimStateMachineTests {
         var machine = Self.machine(["a", "b", "c"], deadline: .seconds(30))
         _ = machine.start(now: Self.t0)
         _ = machine.claimed(["a", "b"], won: [], entries: nil, now: Self.t0)
-        #expect(Self.describe(machine.sharedTierLost()) == ["ended alone x2", "fetch [\"a\", \"b\"] claimed=false"])
+        #expect(Self.describe(machine.sharedTierLost(), machine) == ["ended alone x2", "fetch [\"a\", \"b\"] claimed=false"])
         #expect(!machine.isWaiting)
         // A claim reply after that: what another replica holds is fetched too.
-        #expect(Self.describe(machine.claimed(["c"], won: [], entries: nil, now: Self.t0)) == ["fetch [\"c\"] claimed=false"])
-        #expect(Self.describe(machine.fetched(["a", "b"], .success("ab"), claimed: false)).isEmpty)
-        #expect(Self.describe(machine.fetched(["c"], .success("c"), claimed: false)) == ["finish [\"ab\", \"c\"]"])
+        #expect(Self.describe(machine.claimed(["c"], won: [], entries: nil, now: Self.t0), machine) == ["fetch [\"c\"] claimed=false"])
+        #expect(Self.describe(machine.fetched(["a", "b"], .success("ab"), claimed: false), machine).isEmpty)
+        #expect(Self.describe(machine.fetched(["c"], .success("c"), claimed: false), machine) == ["finish [\"ab\", \"c\"]"])
     }
 
     /// A finished machine never finishes twice; late messages are ignored.
@@ -262,8 +263,8 @@ struct SharedClaimStateMachineTests {
         _ = machine.start(now: Self.t0)
         _ = machine.claimed(["a"], won: [], entries: nil, now: Self.t0)
         _ = machine.received(["a"], .success("p"))
-        #expect(Self.describe(machine.received(["a"], .success("again"))).isEmpty)
-        #expect(Self.describe(machine.pollDue(now: Self.t0 + .seconds(9))).isEmpty)
+        #expect(Self.describe(machine.received(["a"], .success("again")), machine).isEmpty)
+        #expect(Self.describe(machine.pollDue(now: Self.t0 + .seconds(9)), machine).isEmpty)
     }
 
     // MARK: Starting at `.fetch` (the usual miss: the lookup won every lease)
@@ -286,10 +287,10 @@ struct SharedClaimStateMachineTests {
         #expect(ids == ["b", "a"])
         #expect(!machine.isFinished)
         let text = Self.describe(outcome)
-        #expect(Self.describe(machine.fetched(["b", "a"], outcome, claimed: true)) == ["publish [\"a\", \"b\"] \(text)", "finish [\"\(text)\"]"])
+        #expect(Self.describe(machine.fetched(["b", "a"], outcome, claimed: true), machine) == ["publish [\"a\", \"b\"]", "finish [\"\(text)\"]"])
         #expect(machine.isFinished)
         #expect(machine.leased.isEmpty)
-        #expect(Self.describe(machine.fetched(["b", "a"], outcome, claimed: true)).isEmpty)
+        #expect(Self.describe(machine.fetched(["b", "a"], outcome, claimed: true), machine).isEmpty)
     }
 
     /// Every event but the fetch's end, before it: what each makes a
@@ -325,9 +326,9 @@ struct SharedClaimStateMachineTests {
         #expect(started.leased == ["a", "b"])
         #expect(!started.isWaiting)
         #expect(!started.isFinished)
-        let end = ["publish [\"a\", \"b\"] mine", "finish [\"mine\"]"]
-        #expect(Self.describe(started.fetched(["a", "b"], .success("mine"), claimed: true)) == end)
-        #expect(Self.describe(claimed.fetched(["a", "b"], .success("mine"), claimed: true)) == end)
+        let end = ["publish [\"a\", \"b\"]", "finish [\"mine\"]"]
+        #expect(Self.describe(started.fetched(["a", "b"], .success("mine"), claimed: true), started) == end)
+        #expect(Self.describe(claimed.fetched(["a", "b"], .success("mine"), claimed: true), claimed) == end)
     }
 
     /// A fetch of part of its identifiers (not one the driver makes) turns
@@ -336,18 +337,18 @@ struct SharedClaimStateMachineTests {
     @Test func startingAtFetchTakesPartsAsTheTableDoes() {
         var machine = Self.fetching(["a", "b", "c"])
         _ = machine.start(now: Self.t0)
-        #expect(Self.describe(machine.fetched(["a"], .success("pa"), claimed: true)) == ["publish [\"a\"] pa"])
+        #expect(Self.describe(machine.fetched(["a"], .success("pa"), claimed: true), machine) == ["publish [\"a\"]"])
         #expect(machine.leased == ["b", "c"])
-        #expect(Self.describe(machine.fetched(["a", "z"], .success("again"), claimed: false)).isEmpty)
-        #expect(Self.describe(machine.fetched(["c", "b"], .failure(.connectionError(detail: "down")), claimed: true)) == [
-            "publish [\"b\", \"c\"] connectionError", "finish [\"pa\", \"connectionError\"]",
+        #expect(Self.describe(machine.fetched(["a", "z"], .success("again"), claimed: false), machine).isEmpty)
+        #expect(Self.describe(machine.fetched(["c", "b"], .failure(.connectionError(detail: "down")), claimed: true), machine) == [
+            "publish [\"b\", \"c\"]", "finish [\"pa\", \"connectionError\"]",
         ])
     }
 
     /// Nothing to fetch: finished at once.
     @Test func startingAtFetchWithNothingFinishesAtOnce() {
         var machine = Self.fetching([])
-        #expect(Self.describe(machine.start(now: Self.t0)) == ["finish []"])
+        #expect(Self.describe(machine.start(now: Self.t0), machine) == ["finish []"])
         #expect(machine.isFinished)
     }
 
