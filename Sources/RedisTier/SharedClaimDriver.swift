@@ -23,6 +23,9 @@ package final class SharedClaimDriver: SharedLeaseHolder {
     private let connection: RedisConnection
     private let source: any ProductSource
     private let request: SourceRequest
+    /// `request.scope`, kept apart: read on every step, where a read
+    /// through `request` copies the whole request.
+    private let scope: FetchScope
     private let token: String
     private var machine: Machine
     /// While anything is waited for: the next look at the entries and claims.
@@ -49,6 +52,7 @@ package final class SharedClaimDriver: SharedLeaseHolder {
         // The leases come in by the permit only: `request.preclaim` is not
         // read again.
         self.request = request
+        self.scope = request.scope
         let adopted = leases.adopt()
         // Leases the call's lookup took are this fetch's: it renews,
         // releases and publishes them under the lookup's token.
@@ -74,7 +78,7 @@ package final class SharedClaimDriver: SharedLeaseHolder {
         // follow a claim this replica saw.
         if machine.hearsOthers {
             registered = true
-            tier.waiters.register(LoopBound(self, loop: loop), scope: request.scope, identifiers: request.identifiers)
+            tier.waiters.register(LoopBound(self, loop: loop), scope: scope, identifiers: request.identifiers)
         }
         perform(machine.start(now: tier.clock.now))
     }
@@ -88,7 +92,7 @@ package final class SharedClaimDriver: SharedLeaseHolder {
     /// A message of another replica, on `loop`.
     package func received(_ message: SharedOutcomeMessage) {
         loop.preconditionInEventLoop()
-        guard message.scope == request.scope else { return }
+        guard message.scope == scope else { return }
         switch message.kind {
         case .success(let page): perform(machine.received(message.identifiers, .success(page)))
         case .failure(let failure): perform(machine.received(message.identifiers, .failure(failure)))
@@ -103,7 +107,7 @@ package final class SharedClaimDriver: SharedLeaseHolder {
         for index in 0 ..< actions.count {
             switch actions[index] {
             case .claim(let identifiers):
-                tier.claim(identifiers, scope: request.scope, token: token, on: connection) { [self] reply in
+                tier.claim(identifiers, scope: scope, token: token, on: connection) { [self] reply in
                     if let reply {
                         claimedInClaimKeys.formUnion(reply.wonInClaimKeys)
                         perform(machine.claimed(identifiers, won: reply.won, unflagged: reply.unflagged, entries: reply.entries, now: tier.clock.now))
@@ -119,11 +123,11 @@ package final class SharedClaimDriver: SharedLeaseHolder {
             case .publish(let identifiers):
                 guard let outcome = fetched else { preconditionFailure("a publish comes from a fetch's end only") }
                 forEachClaimPlace(identifiers) { part, leasesInEntryKeys in
-                    tier.publish(part, outcome: outcome, scope: request.scope, token: token, on: connection, leasesInEntryKeys: leasesInEntryKeys)
+                    tier.publish(part, outcome: outcome, scope: scope, token: token, on: connection, leasesInEntryKeys: leasesInEntryKeys)
                 }
             case .release(let identifiers):
                 forEachClaimPlace(identifiers) { part, leasesInEntryKeys in
-                    tier.releaseAndAnnounce(part, scope: request.scope, token: token, on: connection, leasesInEntryKeys: leasesInEntryKeys)
+                    tier.releaseAndAnnounce(part, scope: scope, token: token, on: connection, leasesInEntryKeys: leasesInEntryKeys)
                 }
             case .waitUntil(let deadline):
                 pollTimer?.cancel()
@@ -138,7 +142,7 @@ package final class SharedClaimDriver: SharedLeaseHolder {
                 pollTimer = nil
                 renewals?.remove(self)
                 renewals = nil
-                if registered { tier.waiters.unregister(LoopBound(self, loop: loop), scope: request.scope, identifiers: request.identifiers) }
+                if registered { tier.waiters.unregister(LoopBound(self, loop: loop), scope: scope, identifiers: request.identifiers) }
                 let completion = self.completion
                 self.completion = nil
                 completion?(Self.merge(machine.parts))
@@ -154,7 +158,7 @@ package final class SharedClaimDriver: SharedLeaseHolder {
         // fields); a part gets a request of its own.
         let part = identifiers == request.identifiers
             ? request
-            : SourceRequest(scope: request.scope, identifiers: identifiers, requestID: request.requestID, deadline: request.deadline, trace: request.trace)
+            : SourceRequest(scope: scope, identifiers: identifiers, requestID: request.requestID, deadline: request.deadline, trace: request.trace)
         let driver = LoopBound(self, loop: loop)
         // A fetch of everything ends the driver: should its loop refuse
         // work (stopped), the caller still gets the outcome, as it would
@@ -174,7 +178,7 @@ package final class SharedClaimDriver: SharedLeaseHolder {
 
     private func fetched(_ identifiers: [String], _ outcome: Outcome, claimed: Bool) {
         if !claimed, case .success(let page) = outcome {
-            tier.store(page, scope: request.scope, identifiers: identifiers, on: connection)
+            tier.store(page, scope: scope, identifiers: identifiers, on: connection)
         }
         perform(machine.fetched(identifiers, outcome, claimed: claimed), fetched: outcome)
     }
@@ -193,7 +197,7 @@ package final class SharedClaimDriver: SharedLeaseHolder {
         let leased = machine.leased
         guard !leased.isEmpty, !machine.isFinished else { return }
         forEachClaimPlace(leased) { part, leasesInEntryKeys in
-            tier.renew(part, scope: request.scope, token: token, on: connection, leasesInEntryKeys: leasesInEntryKeys)
+            tier.renew(part, scope: scope, token: token, on: connection, leasesInEntryKeys: leasesInEntryKeys)
         }
     }
 

@@ -157,10 +157,12 @@ package struct SharedClaimStateMachine<Page> {
     }
 
     /// The first round: fetch what the lookup won, wait for what it found
-    /// held, claim the rest.
-    package mutating func start(now: MonotonicInstant) -> Actions {
+    /// held, claim the rest. `now` is read only when the machine did not
+    /// start at `.fetch` (the usual miss reads no clock).
+    package mutating func start(now readNow: @autoclosure () -> MonotonicInstant) -> Actions {
         guard unresolved > 0 else { return finishIfDone() }
         if let all = fetchingAll { return Actions(.fetch(all, claimed: true)) }
+        let now = readNow()
         var actions = Actions()
         let fetch = status.filter { $0.value == .fetching(claimed: true) }.map(\.key).sorted()
         if !fetch.isEmpty { actions.append(.fetch(fetch, claimed: true)) }
