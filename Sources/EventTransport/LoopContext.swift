@@ -20,6 +20,11 @@ public final class LoopContext: @unchecked Sendable {
     /// it can hand out `self`).
     private unowned(unsafe) var loop: EventLoop?
     /// By slot index; a slot never filled on this loop is nil or past the end.
+    /// No dynamic exclusivity check: only the loop's thread touches it
+    /// (checked), and no access outlives the one statement that makes it,
+    /// so two can never overlap (the check was a runtime call per read,
+    /// several per call).
+    @exclusivity(unchecked)
     private var values: ContiguousArray<AnyObject?> = []
 
     init() {}

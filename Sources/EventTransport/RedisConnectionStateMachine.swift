@@ -57,6 +57,14 @@ public struct RedisConnectionStateMachine<Entry, Clock: _Concurrency.Clock> {
     }
 
     /// A command sent and not answered yet.
+    /// A command in the queue; its entry is moved out when its reply is
+    /// delivered.
+    private struct Queued {
+        let sequence: UInt
+        let deadline: Clock.Instant
+        var entry: Entry?
+    }
+
     public struct Command {
         /// Its place among the commands sent (never reused until the
         /// counter wraps).
@@ -138,7 +146,7 @@ public struct RedisConnectionStateMachine<Entry, Clock: _Concurrency.Clock> {
     private var handshakeLeft = 0
     /// Commands sent and not answered, oldest first from `head`: replies
     /// come in order, so the head is the one the next reply answers.
-    private var commands: [Command] = []
+    private var commands: [Queued] = []
     private var head = 0
     private var lastSequence: UInt = 0
     private var connectDeadline: Clock.Instant?
@@ -247,7 +255,7 @@ public struct RedisConnectionStateMachine<Entry, Clock: _Concurrency.Clock> {
     /// before it, due within the command timeout.
     public mutating func sent(_ entry: Entry, sequence: UInt, now: Clock.Instant) -> Action {
         let deadline = now.advanced(by: configuration.commandTimeout)
-        commands.append(Command(sequence: sequence, deadline: deadline, entry: entry))
+        commands.append(Queued(sequence: sequence, deadline: deadline, entry: entry))
         // A command's deadline may come before the one the timer is set
         // for (the handshake's, right after a reconnect): it moves.
         if let timerAt, timerAt <= deadline { return .none }
@@ -273,7 +281,10 @@ public struct RedisConnectionStateMachine<Entry, Clock: _Concurrency.Clock> {
             return becomeReady()
         case .ready:
             guard head < commands.count, commands[head].sequence == sequence else { return .none }
-            let entry = commands[head].entry
+            // Moved out, not copied: the queue keeps no reference to what it
+            // delivered (a copy here, released when the queue was emptied,
+            // cost a retain and a release of everything the entry holds).
+            guard let entry = commands[head].entry.take() else { return .none }
             head += 1
             if head == commands.count {
                 commands.removeAll(keepingCapacity: true)
@@ -338,7 +349,9 @@ public struct RedisConnectionStateMachine<Entry, Clock: _Concurrency.Clock> {
     }
 
     private mutating func takeOutstanding() -> ArraySlice<Command> {
-        let outstanding = commands[head...]
+        let outstanding = commands[head...].compactMap { queued in
+            queued.entry.map { Command(sequence: queued.sequence, deadline: queued.deadline, entry: $0) }
+        }[...]
         commands = []
         head = 0
         handshakeSent = []

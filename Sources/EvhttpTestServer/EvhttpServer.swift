@@ -234,10 +234,29 @@ final class LoopEvhttpServer {
         evhttp_send_reply_chunk(request, buffer)
     }
 
-    func endChunked(request: OpaquePointer) {
+    /// Writes the last chunk, and ends the answer once the socket has
+    /// taken everything before it (see ``EvhttpResponder/endChunked(lastChunk:)``).
+    func endChunked(lastChunk bytes: [UInt8], request: OpaquePointer) {
         loop.preconditionInEventLoop()
         guard http != nil else { return }
-        evhttp_send_reply_end(request)
+        guard let connection = evhttp_request_get_connection(request),
+              evhttp_request_get_command(request) != EVHTTP_REQ_HEAD, !bytes.isEmpty,
+              let buffer = evbuffer_new() else {
+            // Detached (the client has gone; ending it only frees it), or no
+            // body to carry the end.
+            evhttp_send_reply_end(request)
+            return
+        }
+        defer { evbuffer_free(buffer) }
+        guard (try? CCheck.libevent(bytes.withUnsafeBytes { evbuffer_add(buffer, $0.baseAddress, $0.count) }, "evbuffer_add")) != nil else {
+            evhttp_send_reply_end(request)
+            return
+        }
+        // Should the client go before the end is sent, libevent detaches the
+        // request (its end not called yet) and frees only the connection:
+        // its close callback then ends, so frees, the request.
+        evhttp_connection_set_closecb(connection, evhttpEndDetachedAnswer, UnsafeMutableRawPointer(request))
+        evhttp_send_reply_chunk_with_cb(request, buffer, evhttpEndChunkedAnswer, UnsafeMutableRawPointer(request))
     }
 
     /// Writes bytes on the request's connection past evhttp.
@@ -313,7 +332,8 @@ public struct EvhttpResponder: Sendable {
     public func abandon() {}
 
     /// Starts a chunked answer (the test upstream's trickle fault): the
-    /// status and headers go now, each `sendChunk` later, `endChunked` last.
+    /// status and headers go now, each `sendChunk` later,
+    /// ``endChunked(lastChunk:)`` last.
     public func startChunked(status: Int, headers: HTTPHeaders) {
         let server = self.server
         let address = requestAddress
@@ -326,11 +346,46 @@ public struct EvhttpResponder: Sendable {
         server.loop.execute { server.value.sendChunk(bytes, request: OpaquePointer(bitPattern: address)!) }
     }
 
-    public func endChunked() {
+    /// Sends the last chunk, `lastChunk` (not empty), and ends the answer.
+    ///
+    /// The end is not written at once: libevent 2.1's OpenSSL bufferevent
+    /// runs its write callback deferred, a loop pass after the write that
+    /// emptied its output, and evhttp's write callback then calls whatever
+    /// completion is set by that time. Once `evhttp_send_reply_end` has
+    /// set its own, a callback still pending from an earlier write (the
+    /// head's or a chunk's, written while the loop polled between the
+    /// pieces, as it does when a drain outlasts its budget) took the answer
+    /// for sent with most of it still in the output buffer, and evhttp,
+    /// turning to read the next request, stopped writing: the client
+    /// waited for the rest until its deadline (the gateway's 200 000-byte
+    /// answer test, about one run in ten under a sanitizer with the other
+    /// core busy). So the end is written from the write callback of the
+    /// last chunk, when none is pending.
+    public func endChunked(lastChunk: [UInt8]) {
         let server = self.server
         let address = requestAddress
-        server.loop.execute { server.value.endChunked(request: OpaquePointer(bitPattern: address)!) }
+        server.loop.execute { server.value.endChunked(lastChunk: lastChunk, request: OpaquePointer(bitPattern: address)!) }
     }
+}
+
+/// evhttp's write callback after the last chunk of a chunked answer: ends
+/// the answer (the terminating chunk, then `evhttp_send_done` once written).
+/// Runs inside the bufferevent's write callback, so no earlier one is still
+/// pending to take the answer for sent before its end is written.
+private func evhttpEndChunkedAnswer(_ connection: OpaquePointer?, _ request: UnsafeMutableRawPointer?) {
+    guard let connection, let request else { return }
+    evhttp_connection_set_closecb(connection, nil, nil)
+    evhttp_send_reply_end(OpaquePointer(request))
+}
+
+/// The connection of a chunked answer whose end is not written yet is
+/// closing. A request the client left is detached from it and freed only by
+/// its end, which is called here; one still attached is freed with the
+/// connection.
+private func evhttpEndDetachedAnswer(_ connection: OpaquePointer?, _ request: UnsafeMutableRawPointer?) {
+    guard let request else { return }
+    let answer = OpaquePointer(request)
+    if evhttp_request_get_connection(answer) == nil { evhttp_send_reply_end(answer) }
 }
 
 private func httpServerRequestCallback(_ request: OpaquePointer?, _ context: UnsafeMutableRawPointer?) {

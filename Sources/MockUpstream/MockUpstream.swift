@@ -145,10 +145,11 @@ public final class MockUpstream: Sendable {
                 var offset = 0
                 while offset < answer.body.count {
                     try? await Task.sleep(for: .milliseconds(interval))
-                    responder.sendChunk(Array(answer.body[offset..<min(offset + size, answer.body.count)]))
-                    offset += size
+                    let end = min(offset + size, answer.body.count)
+                    let chunk = Array(answer.body[offset..<end])
+                    if end == answer.body.count { responder.endChunked(lastChunk: chunk) } else { responder.sendChunk(chunk) }
+                    offset = end
                 }
-                responder.endChunked()
             }
         case .oversized(let bytes, let chunked):
             var answer = self.answer(request, identifiers: identifiers, country: query["country"], cacheControl: cacheControl, fault: nil)
@@ -158,10 +159,11 @@ public final class MockUpstream: Sendable {
                 responder.startChunked(status: answer.status, headers: answer.headers)
                 var offset = 0
                 while offset < body.count {
-                    responder.sendChunk(Array(body[offset..<min(offset + 16384, body.count)]))
-                    offset += 16384
+                    let end = min(offset + 16384, body.count)
+                    let chunk = Array(body[offset..<end])
+                    if end == body.count { responder.endChunked(lastChunk: chunk) } else { responder.sendChunk(chunk) }
+                    offset = end
                 }
-                responder.endChunked()
             } else {
                 responder.send(answer)
             }

@@ -23,6 +23,11 @@ final class TestHTTPConnection: @unchecked Sendable {
     // @unchecked: used by one test at a time; each call completes before the next.
     private let fd: Int32
     private var buffer: [UInt8] = []
+    /// Why the last read brought nothing, for the error that follows.
+    private var readEnd = "connection closed"
+
+    /// How long a read waits for the server's next bytes.
+    static let readTimeoutSeconds = 20
 
     init(port: Int) throws {
         fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
@@ -42,7 +47,7 @@ final class TestHTTPConnection: @unchecked Sendable {
             // as a gateway that "never logged its port").
             throw TestHTTPError("connect to port \(port) failed: \(String(cString: strerror(errno)))")
         }
-        var timeout = timeval(tv_sec: 20, tv_usec: 0)
+        var timeout = timeval(tv_sec: Self.readTimeoutSeconds, tv_usec: 0)
         setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
     }
 
@@ -203,13 +208,13 @@ final class TestHTTPConnection: @unchecked Sendable {
     private func readUntil(_ marker: [UInt8]) throws -> Int {
         while true {
             if let index = find(marker) { return index }
-            guard readMore() else { throw TestHTTPError("connection closed before \(String(decoding: marker, as: UTF8.self).debugDescription)") }
+            guard readMore() else { throw TestHTTPError("\(readEnd) before \(String(decoding: marker, as: UTF8.self).debugDescription)") }
         }
     }
 
     private func fill(_ count: Int) throws {
         while buffer.count < count {
-            guard readMore() else { throw TestHTTPError("connection closed with \(buffer.count) of \(count) bytes") }
+            guard readMore() else { throw TestHTTPError("\(readEnd) with \(buffer.count) of \(count) bytes") }
         }
     }
 
@@ -221,10 +226,22 @@ final class TestHTTPConnection: @unchecked Sendable {
         return nil
     }
 
+    /// Reads what has come; false at the end of the stream, on an error, or
+    /// when nothing came within the read timeout (`readEnd` says which:
+    /// a server that never answers is not one that closed).
     private func readMore() -> Bool {
         var chunk = [UInt8](repeating: 0, count: 65536)
         let count = recv(fd, &chunk, chunk.count, 0)
-        guard count > 0 else { return false }
+        guard count > 0 else {
+            let error = errno
+            readEnd = switch (count, error) {
+            case (0, _): "connection closed"
+            case (_, EAGAIN), (_, EWOULDBLOCK): "nothing came within the \(Self.readTimeoutSeconds) s read timeout"
+            case (_, ECONNRESET): "connection reset"
+            default: "recv failed: \(String(cString: strerror(error)))"
+            }
+            return false
+        }
         buffer += chunk[..<count]
         return true
     }
