@@ -145,7 +145,7 @@ package final class SharedClaimDriver: SharedLeaseHolder {
                 if registered { tier.waiters.unregister(LoopBound(self, loop: loop), scope: scope, identifiers: request.identifiers) }
                 let completion = self.completion
                 self.completion = nil
-                completion?(Self.merge(machine.parts))
+                completion?(machine.answeredByFetch ? fetched! : Self.merge(machine.takeParts()))
             }
         }
     }
@@ -154,17 +154,12 @@ package final class SharedClaimDriver: SharedLeaseHolder {
     /// leases, renewed while the fetch runs.
     private func fetch(_ identifiers: [String], claimed: Bool) {
         if claimed { renewWhileFetching() }
-        // The usual miss fetches the request as it came (no copy of its
-        // fields); a part gets a request of its own.
-        let part = identifiers == request.identifiers
-            ? request
-            : SourceRequest(scope: scope, identifiers: identifiers, requestID: request.requestID, deadline: request.deadline, trace: request.trace)
         let driver = LoopBound(self, loop: loop)
         // A fetch of everything ends the driver: should its loop refuse
         // work (stopped), the caller still gets the outcome, as it would
         // without the tier.
         let lastResort = identifiers.count == request.identifiers.count ? completion : nil
-        source.fetch(part, on: loop) { outcome in
+        let fetched: @Sendable (Outcome) -> Void = { outcome in
             // A method, not a closure, on the loop (the usual case: the
             // upstream answers on the loop that asked): no context
             // allocated per fetch.
@@ -173,6 +168,13 @@ package final class SharedClaimDriver: SharedLeaseHolder {
             } else if !driver.loop.execute({ driver.value.fetched(identifiers, outcome, claimed: claimed) }) {
                 lastResort?(outcome)
             }
+        }
+        // The usual miss fetches the request as it came (no copy of it);
+        // a part gets a request of its own.
+        if identifiers == request.identifiers {
+            source.fetch(request, on: loop, completion: fetched)
+        } else {
+            source.fetch(SourceRequest(scope: scope, identifiers: identifiers, requestID: request.requestID, deadline: request.deadline, trace: request.trace), on: loop, completion: fetched)
         }
     }
 
@@ -218,14 +220,8 @@ package final class SharedClaimDriver: SharedLeaseHolder {
     /// One outcome from the parts: the most severe failure if any failed,
     /// else one page with every part's products, kept no longer than its
     /// shortest-lived part allows.
-    package static func merge(_ parts: Machine.Parts) -> Outcome {
-        // The usual miss: one part, its own outcome (no array made).
-        if parts.count == 1 { return parts[0] }
-        return merge(Array(parts))
-    }
-
-    /// The same, for parts in an array.
     package static func merge(_ parts: [Outcome]) -> Outcome {
+        if parts.count == 1 { return parts[0] }
         var failures: [ProductsFetchFailure] = []
         var pages: [SourcePage] = []
         for part in parts {

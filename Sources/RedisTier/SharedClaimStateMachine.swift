@@ -53,7 +53,7 @@ package struct SharedClaimStateMachine<Page> {
     /// What an event asks the driver to do, in order.
     package typealias Actions = SharedInlineList<Action>
     /// The outcomes that answered the fetch, in the order they came.
-    package typealias Parts = SharedInlineList<Outcome>
+    package typealias Parts = [Outcome]
 
     package typealias Action = SharedClaimAction
     package typealias WaitEnd = SharedClaimAction.WaitEnd
@@ -100,6 +100,9 @@ package struct SharedClaimStateMachine<Page> {
     /// The outcomes that answered the fetch so far, in the order they
     /// came: what the driver answers with at `.finish`.
     package private(set) var parts = Parts()
+    /// The answer is the outcome of the fetch whose end finished the
+    /// machine, the whole of it (the usual miss), not the parts.
+    package private(set) var answeredByFetch = false
     /// Every identifier, while the machine started at `.fetch` has only its
     /// one fetch under way: each is `.fetching(claimed: true)`, and
     /// `status` stays empty (no table is made for the usual miss). Only
@@ -290,7 +293,9 @@ package struct SharedClaimStateMachine<Page> {
             fetchingAll = nil
             unresolved = 0
             isFinished = true
-            parts.append(outcome)
+            // Its outcome is the whole answer: kept by the driver, not in
+            // the parts (no array made for it).
+            answeredByFetch = true
             var actions = claimed ? Actions(.publish(identifiers)) : Actions()
             actions.append(.finish)
             return actions
@@ -470,6 +475,14 @@ package struct SharedClaimStateMachine<Page> {
         unresolved -= 1
     }
 
+    /// The parts, moved out (no copy): for the driver at `.finish`, after
+    /// which the machine keeps none.
+    package mutating func takeParts() -> Parts {
+        var taken = Parts()
+        swap(&taken, &parts)
+        return taken
+    }
+
     private mutating func finishIfDone() -> Actions {
         guard unresolved == 0, !isFinished else { return Actions() }
         isFinished = true
@@ -495,7 +508,9 @@ package enum SharedClaimAction: Equatable {
     case release([String])
     /// Arm the lapse timer (replacing any armed one).
     case waitUntil(MonotonicInstant)
-    /// Every identifier is answered: the answer is the machine's parts.
+    /// Every identifier is answered: the answer is the machine's parts,
+    /// or, when ``SharedClaimStateMachine/answeredByFetch``, the outcome
+    /// of the fetch whose end returned this action.
     case finish
     /// This many identifiers stopped waiting for another replica's
     /// fetch, in this way (for `gateway_shared_waits_total`).
@@ -526,7 +541,7 @@ package enum SharedClaimAction: Equatable {
 
 /// A short list held inline: the first two elements in place, any more in
 /// an array. The machine answers the usual miss's events with one or two
-/// actions and one part, which an array would allocate for each time.
+/// actions, which an array would allocate for each time.
 /// Always inlined: a generic call here would copy its elements through
 /// their value witnesses, at more cost than the malloc it saves.
 package struct SharedInlineList<Element>: Sequence {

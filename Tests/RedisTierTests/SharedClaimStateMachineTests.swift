@@ -15,7 +15,9 @@ struct SharedClaimStateMachineTests {
 
     /// The actions as comparable text; a finish shows `machine`'s parts,
     /// as they were once the event returned.
-    static func describe(_ actions: Machine.Actions, _ machine: Machine? = nil) -> [String] {
+    /// `fetched`: the outcome given to the event, when it was a fetch's end
+    /// (the answer of a machine ``Machine/answeredByFetch``).
+    static func describe(_ actions: Machine.Actions, _ machine: Machine? = nil, fetched: Machine.Outcome? = nil) -> [String] {
         actions.map { action in
             switch action {
             case .claim(let ids): "claim \(ids.sorted())"
@@ -23,7 +25,8 @@ struct SharedClaimStateMachineTests {
             case .publish(let ids): "publish \(ids.sorted())"
             case .release(let ids): "release \(ids.sorted())"
             case .waitUntil(let instant): "wait +\(Int((instant - t0) / .milliseconds(1)))ms"
-            case .finish: "finish \(machine.map { $0.parts.map(describe) } ?? [])"
+            case .finish:
+                if machine?.answeredByFetch == true, let fetched { "finish \([describe(fetched)])" } else { "finish \(machine.map { $0.parts.map(describe) } ?? [])" }
             case .waitsEnded(let end, let count): "ended \(end.rawValue) x\(count)"
             }
         }
@@ -287,7 +290,7 @@ struct SharedClaimStateMachineTests {
         #expect(ids == ["b", "a"])
         #expect(!machine.isFinished)
         let text = Self.describe(outcome)
-        #expect(Self.describe(machine.fetched(["b", "a"], outcome, claimed: true), machine) == ["publish [\"a\", \"b\"]", "finish [\"\(text)\"]"])
+        #expect(Self.describe(machine.fetched(["b", "a"], outcome, claimed: true), machine, fetched: outcome) == ["publish [\"a\", \"b\"]", "finish [\"\(text)\"]"])
         #expect(machine.isFinished)
         #expect(machine.leased.isEmpty)
         #expect(Self.describe(machine.fetched(["b", "a"], outcome, claimed: true), machine).isEmpty)
@@ -327,8 +330,10 @@ struct SharedClaimStateMachineTests {
         #expect(!started.isWaiting)
         #expect(!started.isFinished)
         let end = ["publish [\"a\", \"b\"]", "finish [\"mine\"]"]
-        #expect(Self.describe(started.fetched(["a", "b"], .success("mine"), claimed: true), started) == end)
-        #expect(Self.describe(claimed.fetched(["a", "b"], .success("mine"), claimed: true), claimed) == end)
+        #expect(Self.describe(started.fetched(["a", "b"], .success("mine"), claimed: true), started, fetched: .success("mine")) == end)
+        #expect(started.answeredByFetch)
+        #expect(Self.describe(claimed.fetched(["a", "b"], .success("mine"), claimed: true), claimed, fetched: .success("mine")) == end)
+        #expect(!claimed.answeredByFetch)
     }
 
     /// A fetch of part of its identifiers (not one the driver makes) turns

@@ -89,11 +89,11 @@ struct SharedOutcomeMessageTests {
     /// One part (the usual miss) is the outcome as it came.
     @Test func onePartIsItsOwnOutcome() throws {
         let a = Self.page(["premium_monthly"], maxAge: 30, staleIfError: 10)
-        guard case .success(let one) = SharedClaimDriver.merge(SharedInlineList(.success(a))) else { Issue.record("failed"); return }
+        guard case .success(let one) = SharedClaimDriver.merge([.success(a)]) else { Issue.record("failed"); return }
         #expect(Set(one.encodedProducts.keys) == ["premium_monthly"])
         #expect(one.maxAgeSeconds == 30)
         #expect(one.staleIfErrorSeconds == 10)
-        #expect(SharedClaimDriver.merge(SharedInlineList(.failure(.connectionError(detail: "x")))).failureReason == "connectionError")
+        #expect(SharedClaimDriver.merge([.failure(.connectionError(detail: "x"))]).failureReason == "connectionError")
     }
 }
 
