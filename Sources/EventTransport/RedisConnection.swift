@@ -239,49 +239,55 @@ public final class RedisConnection: @unchecked Sendable {
         let bytes = command.bytes
         // At most 20 digits per length, and 5 bytes around it.
         let capacity = bytes.count + 25 * (lengths.count + 1) + 1
+        // One pass over raw pointers, the position a local of the innermost
+        // closure: a position shared with nested functions was a dynamic
+        // exclusivity check per byte written (`swift_beginAccess`, 0.09 µs
+        // per shared-tier miss in its profile).
         return [UInt8](unsafeUninitializedCapacity: capacity) { buffer, count in
-            var at = 0
-            func put(_ byte: UInt8) {
-                buffer[at] = byte
-                at += 1
-            }
-            func put(decimal value: Int) {
-                var digits = 1
-                var rest = value / 10
-                while rest > 0 {
-                    digits += 1
-                    rest /= 10
-                }
-                var left = value
-                for index in stride(from: at + digits - 1, through: at, by: -1) {
-                    buffer[index] = UInt8(ascii: "0") + UInt8(left % 10)
-                    left /= 10
-                }
-                at += digits
-            }
-            put(UInt8(ascii: "*"))
-            put(decimal: lengths.count)
-            put(UInt8(ascii: "\r"))
-            put(UInt8(ascii: "\n"))
-            bytes.withUnsafeBufferPointer { source in
-                var offset = 0
-                for length in lengths {
-                    put(UInt8(ascii: "$"))
-                    put(decimal: length)
-                    put(UInt8(ascii: "\r"))
-                    put(UInt8(ascii: "\n"))
-                    if length > 0 {
-                        (buffer.baseAddress! + at).initialize(from: source.baseAddress! + offset, count: length)
-                        at += length
-                        offset += length
+            let out = buffer.baseAddress!
+            count = bytes.withUnsafeBufferPointer { source in
+                lengths.withUnsafeBufferPointer { lengths in
+                    var at = header(UInt8(ascii: "*"), lengths.count, at: out)
+                    var offset = 0
+                    for length in lengths {
+                        at += header(UInt8(ascii: "$"), length, at: out + at)
+                        if length > 0 {
+                            (out + at).initialize(from: source.baseAddress! + offset, count: length)
+                            at += length
+                            offset += length
+                        }
+                        out[at] = UInt8(ascii: "\r")
+                        out[at + 1] = UInt8(ascii: "\n")
+                        at += 2
                     }
-                    put(UInt8(ascii: "\r"))
-                    put(UInt8(ascii: "\n"))
+                    out[at] = 0
+                    return at + 1
                 }
             }
-            put(0)
-            count = at
         }
+    }
+
+    /// Writes `mark`, `value` in decimal and CRLF at `out`; returns how
+    /// many bytes it wrote.
+    @inline(__always)
+    private static func header(_ mark: UInt8, _ value: Int, at out: UnsafeMutablePointer<UInt8>) -> Int {
+        out[0] = mark
+        var digits = 1
+        var rest = value / 10
+        while rest > 0 {
+            digits += 1
+            rest /= 10
+        }
+        var left = value
+        var index = digits
+        while index > 0 {
+            out[index] = UInt8(ascii: "0") + UInt8(left % 10)
+            left /= 10
+            index -= 1
+        }
+        out[digits + 1] = UInt8(ascii: "\r")
+        out[digits + 2] = UInt8(ascii: "\n")
+        return digits + 3
     }
 
     // MARK: Connecting

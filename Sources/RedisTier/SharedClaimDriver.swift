@@ -22,24 +22,38 @@ package final class SharedClaimDriver: SharedLeaseHolder {
     private let tier: SharedTier
     private let connection: RedisConnection
     private let source: any ProductSource
-    private let request: SourceRequest
-    /// `request.scope`, kept apart: read on every step, where a read
-    /// through `request` copies the whole request.
     private let scope: FetchScope
+    /// The call's identifiers, in its order.
+    private let identifiers: [String]
+    /// What a fetch of some of the identifiers asks with (the call's
+    /// request id, deadline and trace); nil for the usual miss, whose one
+    /// fetch is of the request as it came (``run(_:completion:)``): the
+    /// driver keeps no copy of the request.
+    private let partRequest: SourceRequest?
     private let token: String
+    // No dynamic exclusivity checks on the driver's state: it is confined
+    // to its loop, and no access to it outlives the statement that makes
+    // it (the machine's events call nothing back), so two never overlap;
+    // the checks were a runtime call per access, a dozen per miss.
+    @exclusivity(unchecked)
     private var machine: Machine
     /// While anything is waited for: the next look at the entries and claims.
+    @exclusivity(unchecked)
     private var pollTimer: ClockTimer?
     /// The loop's renewal sweep, while this replica fetches under its
     /// leases (the one way leases are renewed).
+    @exclusivity(unchecked)
     private var renewals: SharedLeaseRenewals?
+    @exclusivity(unchecked)
     private var completion: (@Sendable (Outcome) -> Void)?
     /// Identifiers claimed in their claim keys (their entry keys hold a
     /// stale entry); every other claim is a lease in the entry key.
+    @exclusivity(unchecked)
     private var claimedInClaimKeys: Set<String> = []
     /// Whether the driver hears other replicas' messages: only when it
     /// claims or waits for anything (a fetch whose lookup won every lease,
     /// the usual miss, needs none).
+    @exclusivity(unchecked)
     private var registered = false
 
     /// A driver for `request` on `loop`, adopting `leases` (those the
@@ -51,8 +65,8 @@ package final class SharedClaimDriver: SharedLeaseHolder {
         self.source = source
         // The leases come in by the permit only: `request.preclaim` is not
         // read again.
-        self.request = request
         self.scope = request.scope
+        self.identifiers = request.identifiers
         let adopted = leases.adopt()
         // Leases the call's lookup took are this fetch's: it renews,
         // releases and publishes them under the lookup's token.
@@ -60,7 +74,9 @@ package final class SharedClaimDriver: SharedLeaseHolder {
         if let adopted, adopted.ownsAll(of: request.identifiers) {
             // The usual miss: nothing to claim or wait for.
             self.machine = Machine(fetching: request.identifiers, deadline: request.deadline, poll: SharedTier.poll, patience: tier.waitPatience)
+            self.partRequest = nil
         } else {
+            self.partRequest = SourceRequest(scope: request.scope, identifiers: [], requestID: request.requestID, deadline: request.deadline, trace: request.trace)
             self.machine = Machine(
                 identifiers: request.identifiers, deadline: request.deadline, poll: SharedTier.poll, patience: tier.waitPatience,
                 won: adopted?.won ?? []
@@ -68,19 +84,43 @@ package final class SharedClaimDriver: SharedLeaseHolder {
         }
     }
 
-    /// Runs the fetch: `completion` gets its outcome, from this replica's
-    /// upstream calls, the shared cache and other replicas' outcomes
-    /// together, once, on `loop`. Call on `loop`.
-    package func run(completion: @escaping @Sendable (Outcome) -> Void) {
+    /// A driver for the usual miss: the call's lookup won the lease of
+    /// every identifier of `request`, under `token`, and this driver holds
+    /// them from here (no permit is made to hand them over: its copy of the
+    /// lookup's leases showed in the shared-tier miss's profile). Made on
+    /// `loop`.
+    package init(loop: EventLoop, tier: SharedTier, connection: RedisConnection, source: any ProductSource, request: SourceRequest, holdingAllUnder token: String) {
+        self.loop = loop
+        self.tier = tier
+        self.connection = connection
+        self.source = source
+        self.scope = request.scope
+        self.identifiers = request.identifiers
+        self.token = token
+        self.machine = Machine(fetching: request.identifiers, deadline: request.deadline, poll: SharedTier.poll, patience: tier.waitPatience)
+        self.partRequest = nil
+    }
+
+    /// Runs the fetch of `request` (the one the driver was made for):
+    /// `completion` gets its outcome, from this replica's upstream calls,
+    /// the shared cache and other replicas' outcomes together, once, on
+    /// `loop`. Call on `loop`.
+    package func run(_ request: SourceRequest, completion: @escaping @Sendable (Outcome) -> Void) {
         loop.preconditionInEventLoop()
         self.completion = completion
         // Registered before the first claim is sent: a message can only
         // follow a claim this replica saw.
         if machine.hearsOthers {
             registered = true
-            tier.waiters.register(LoopBound(self, loop: loop), scope: scope, identifiers: request.identifiers)
+            tier.waiters.register(LoopBound(self, loop: loop), scope: scope, identifiers: identifiers)
         }
-        perform(machine.start(now: tier.clock.now))
+        let actions = machine.start(now: tier.clock.now)
+        // The usual miss's one action: its fetch, of the request as it came.
+        if partRequest == nil, actions.count == 1, case .fetch(let all, let claimed) = actions[0] {
+            source.fetch(request, on: loop, completion: whenFetched(all, claimed: claimed))
+            return
+        }
+        perform(actions)
     }
 
     /// The subscriber dropped: no outcome can arrive any more. On `loop`.
@@ -100,9 +140,11 @@ package final class SharedClaimDriver: SharedLeaseHolder {
         }
     }
 
-    /// Does what the machine asked; `fetched`: the outcome of the fetch
-    /// whose end returned `actions` (what a `.publish` publishes).
-    private func perform(_ actions: Machine.Actions, fetched: Outcome? = nil) {
+    /// Does what the machine asked, for any event but a fetch's end
+    /// (``fetched(_:_:claimed:)``, whose outcome a `.publish` publishes).
+    /// Never inlined: the usual miss's two events do not run through it.
+    @inline(never)
+    private func perform(_ actions: Machine.Actions) {
         // By index: no iterator holding a copy of the list.
         for index in 0 ..< actions.count {
             switch actions[index] {
@@ -120,11 +162,8 @@ package final class SharedClaimDriver: SharedLeaseHolder {
                 }
             case .fetch(let identifiers, let claimed):
                 fetch(identifiers, claimed: claimed)
-            case .publish(let identifiers):
-                guard let outcome = fetched else { preconditionFailure("a publish comes from a fetch's end only") }
-                forEachClaimPlace(identifiers) { part, leasesInEntryKeys in
-                    tier.publish(part, outcome: outcome, scope: scope, token: token, on: connection, leasesInEntryKeys: leasesInEntryKeys)
-                }
+            case .publish:
+                preconditionFailure("a publish comes from a fetch's end only")
             case .release(let identifiers):
                 forEachClaimPlace(identifiers) { part, leasesInEntryKeys in
                     tier.releaseAndAnnounce(part, scope: scope, token: token, on: connection, leasesInEntryKeys: leasesInEntryKeys)
@@ -138,51 +177,80 @@ package final class SharedClaimDriver: SharedLeaseHolder {
             case .waitsEnded(let end, let count):
                 tier.metrics.recordSharedWaitsEnded(end.rawValue, count)
             case .finish:
-                pollTimer?.cancel()
-                pollTimer = nil
-                renewals?.remove(self)
-                renewals = nil
-                if registered { tier.waiters.unregister(LoopBound(self, loop: loop), scope: scope, identifiers: request.identifiers) }
-                let completion = self.completion
-                self.completion = nil
-                completion?(machine.answeredByFetch ? fetched! : Self.merge(machine.takeParts()))
+                finish(with: Self.merge(machine.takeParts()))
             }
         }
     }
 
-    /// Asks the source for `identifiers`; `claimed`: under this replica's
-    /// leases, renewed while the fetch runs.
-    private func fetch(_ identifiers: [String], claimed: Bool) {
+    /// Asks the source for `part` of the identifiers; `claimed`: under
+    /// this replica's leases, renewed while the fetch runs.
+    private func fetch(_ part: [String], claimed: Bool) {
+        guard let partRequest else {
+            preconditionFailure("the usual miss fetches once, at its start, the request as it came")
+        }
+        source.fetch(
+            SourceRequest(scope: scope, identifiers: part, requestID: partRequest.requestID, deadline: partRequest.deadline, trace: partRequest.trace),
+            on: loop, completion: whenFetched(part, claimed: claimed)
+        )
+    }
+
+    /// What a fetch of `part` calls when it ends; renews the leases of a
+    /// `claimed` part meanwhile.
+    private func whenFetched(_ part: [String], claimed: Bool) -> @Sendable (Outcome) -> Void {
         if claimed { renewWhileFetching() }
         let driver = LoopBound(self, loop: loop)
         // A fetch of everything ends the driver: should its loop refuse
         // work (stopped), the caller still gets the outcome, as it would
         // without the tier.
-        let lastResort = identifiers.count == request.identifiers.count ? completion : nil
-        let fetched: @Sendable (Outcome) -> Void = { outcome in
+        let lastResort = part.count == identifiers.count ? completion : nil
+        return { outcome in
             // A method, not a closure, on the loop (the usual case: the
             // upstream answers on the loop that asked): no context
             // allocated per fetch.
             if driver.loop.inEventLoop {
-                driver.value.fetched(identifiers, outcome, claimed: claimed)
-            } else if !driver.loop.execute({ driver.value.fetched(identifiers, outcome, claimed: claimed) }) {
+                driver.value.fetched(part, outcome, claimed: claimed)
+            } else if !driver.loop.execute({ driver.value.fetched(part, outcome, claimed: claimed) }) {
                 lastResort?(outcome)
             }
         }
-        // The usual miss fetches the request as it came (no copy of it);
-        // a part gets a request of its own.
-        if identifiers == request.identifiers {
-            source.fetch(request, on: loop, completion: fetched)
-        } else {
-            source.fetch(SourceRequest(scope: scope, identifiers: identifiers, requestID: request.requestID, deadline: request.deadline, trace: request.trace), on: loop, completion: fetched)
+    }
+
+    /// A fetch of `part` ended with `outcome`: what the machine asks then
+    /// (for the usual miss: publish, then finish with this very outcome).
+    private func fetched(_ part: [String], _ outcome: Outcome, claimed: Bool) {
+        if !claimed, case .success(let page) = outcome {
+            tier.store(page, scope: scope, identifiers: part, on: connection)
+        }
+        let actions = machine.fetched(part, outcome, claimed: claimed)
+        for index in 0 ..< actions.count {
+            switch actions[index] {
+            case .publish(let identifiers):
+                if claimedInClaimKeys.isEmpty {
+                    tier.publish(identifiers, outcome: outcome, scope: scope, token: token, on: connection, leasesInEntryKeys: true)
+                } else {
+                    forEachClaimPlace(identifiers) { some, leasesInEntryKeys in
+                        tier.publish(some, outcome: outcome, scope: scope, token: token, on: connection, leasesInEntryKeys: leasesInEntryKeys)
+                    }
+                }
+            case .finish:
+                finish(with: machine.answeredByFetch ? outcome : Self.merge(machine.takeParts()))
+            default:
+                perform(Machine.Actions(actions[index]))
+            }
         }
     }
 
-    private func fetched(_ identifiers: [String], _ outcome: Outcome, claimed: Bool) {
-        if !claimed, case .success(let page) = outcome {
-            tier.store(page, scope: scope, identifiers: identifiers, on: connection)
-        }
-        perform(machine.fetched(identifiers, outcome, claimed: claimed), fetched: outcome)
+    /// Every identifier is answered: `answer` goes to the caller, and
+    /// nothing of the driver is left armed or registered.
+    private func finish(with answer: Outcome) {
+        pollTimer?.cancel()
+        pollTimer = nil
+        renewals?.remove(self)
+        renewals = nil
+        if registered { tier.waiters.unregister(LoopBound(self, loop: loop), scope: scope, identifiers: identifiers) }
+        let completion = self.completion
+        self.completion = nil
+        completion?(answer)
     }
 
     /// While a claimed fetch runs, the loop's sweep renews its leases
@@ -268,11 +336,17 @@ package struct SharedTierSource: ProductSource {
     /// By callback, with no task: with the tier ready on `loop`, a driver
     /// on that loop; otherwise the base source alone.
     package func fetch(_ request: SourceRequest, on loop: EventLoop, completion: @escaping @Sendable (Result<SourcePage, ProductsFetchFailure>) -> Void) {
-        let leases = SharedLeasePermit(request.preclaim, tier: tier, on: loop)
         if let connection = tier.coalescingConnection(on: loop) {
-            SharedClaimDriver(loop: loop, tier: tier, connection: connection, source: base, request: request, leases: leases).run(completion: completion)
+            if let preclaim = request.preclaim, preclaim.ownsAll(of: request.identifiers) {
+                SharedClaimDriver(loop: loop, tier: tier, connection: connection, source: base, request: request, holdingAllUnder: preclaim.token)
+                    .run(request, completion: completion)
+            } else {
+                let leases = SharedLeasePermit(request.preclaim, tier: tier, on: loop)
+                SharedClaimDriver(loop: loop, tier: tier, connection: connection, source: base, request: request, leases: leases).run(request, completion: completion)
+            }
             return
         }
+        let leases = SharedLeasePermit(request.preclaim, tier: tier, on: loop)
         // Fetched alone: nobody renews the leases, so they go back at once.
         leases.release()
         let tier = self.tier

@@ -218,7 +218,7 @@ struct SharedCoalescingTests {
     @Test(arguments: [["PX", "600000"], []])
     func aLeaseLongerThanALeaseIsIgnored(expiry: [String]) async throws {
         try await SharedTierScenario.run(replicas: 1) { upstream, gateways, redis in
-            try redis.cli(["SET", "test-gw:v1:p:demo:DE:-:coins_100", "OGC1forged"] + expiry)
+            _ = try redis.cli(["SET", "test-gw:v1:p:demo:DE:-:coins_100", "OGC1forged"] + expiry)
             let started = ContinuousClock.now
             let answer = try await gateways[0].fetchProducts(["coins_100"])
             #expect(answer.productIDs == ["coins_100"])
