@@ -199,20 +199,10 @@ package final class SharedClaimDriver: SharedLeaseHolder {
     private func whenFetched(_ part: [String], claimed: Bool) -> @Sendable (Outcome) -> Void {
         if claimed { renewWhileFetching() }
         let driver = LoopBound(self, loop: loop)
-        // A fetch of everything ends the driver: should its loop refuse
-        // work (stopped), the caller still gets the outcome, as it would
-        // without the tier.
-        let lastResort = part.count == identifiers.count ? completion : nil
-        return { outcome in
-            // A method, not a closure, on the loop (the usual case: the
-            // upstream answers on the loop that asked): no context
-            // allocated per fetch.
-            if driver.loop.inEventLoop {
-                driver.value.fetched(part, outcome, claimed: claimed)
-            } else if !driver.loop.execute({ driver.value.fetched(part, outcome, claimed: claimed) }) {
-                lastResort?(outcome)
-            }
-        }
+        // A source completes on the loop it was asked on (or, once that
+        // loop has stopped for good, on the thread that ends the fetch), so
+        // there is no hop here; the loop-bound driver checks it.
+        return { outcome in driver.value.fetched(part, outcome, claimed: claimed) }
     }
 
     /// A fetch of `part` ended with `outcome`: what the machine asks then
@@ -350,15 +340,13 @@ package struct SharedTierSource: ProductSource {
         // Fetched alone: nobody renews the leases, so they go back at once.
         leases.release()
         let tier = self.tier
+        // On `loop` (a source completes there): the store goes out on its
+        // own connection.
         base.fetch(request, on: loop) { outcome in
-            let stored: @Sendable () -> Void = {
-                if case .success(let page) = outcome {
-                    tier.store(page, scope: request.scope, identifiers: request.identifiers, on: loop)
-                }
-                completion(outcome)
+            if case .success(let page) = outcome {
+                tier.store(page, scope: request.scope, identifiers: request.identifiers, on: loop)
             }
-            // The store goes out on `loop`'s own connection.
-            if loop.inEventLoop { stored() } else if !loop.execute(stored) { completion(outcome) }
+            completion(outcome)
         }
     }
 }
