@@ -35,13 +35,9 @@ private let currentLoopKey: pthread_key_t = {
 /// That is the only way in, so the base needs no libevent locking
 /// (`EVENT_BASE_FLAG_NOLOCK`).
 ///
-/// The loop is also a Swift executor (`SerialExecutor` and `TaskExecutor`):
-/// a task started with `Task(executorPreference: loop)` runs its
-/// nonisolated code on the loop thread, and a continuation resumed from
-/// anywhere brings it back there. No request runs a task: a request
-/// accepted on a loop is answered from that loop's callbacks, without
-/// changing threads unless its work really has to move; tasks on a loop
-/// are for tests.
+/// It is not a Swift executor: no request runs a task. A request accepted
+/// on a loop is answered from that loop's callbacks, without changing
+/// threads unless its work really has to move (``execute(_:)``).
 public final class EventLoop: @unchecked Sendable {
     // @unchecked: `base` and `wakeEvent` are used only on the loop thread;
     // `pending` is guarded by its mutex; `owner` is an atomic written once
@@ -89,10 +85,7 @@ public final class EventLoop: @unchecked Sendable {
         var stopped = false
     }
 
-    private enum Work {
-        case closure(@Sendable () -> Void)
-        case job(UnownedJob)
-    }
+    private typealias Work = @Sendable () -> Void
 
     private enum Wake {
         case none, signal
@@ -195,10 +188,10 @@ public final class EventLoop: @unchecked Sendable {
     ///   (the work is dropped; the caller must answer whoever waits on it).
     @discardableResult
     public func execute(_ work: @escaping @Sendable () -> Void) -> Bool {
-        submit(.closure(work))
+        submit(work)
     }
 
-    private func submit(_ work: Work) -> Bool {
+    private func submit(_ work: @escaping Work) -> Bool {
         let thread = owner.load(ordering: .acquiring)
         let onLoop = thread != 0 && pthread_equal(pthread_t(thread), pthread_self()) != 0
         if onLoop && !hasStopped.load(ordering: .relaxed) {
@@ -350,12 +343,7 @@ public final class EventLoop: @unchecked Sendable {
             local.spare = []
             var ran = 0
             for work in batch {
-                switch work {
-                case .closure(let closure):
-                    closure()
-                case .job(let job):
-                    job.runSynchronously(isolatedTo: asUnownedSerialExecutor(), taskExecutor: asUnownedTaskExecutor())
-                }
+                work()
                 ran += 1
                 if let deadline, ran < batch.count, MonotonicInstant.now >= deadline {
                     // The rest goes first next time, before anything
@@ -376,33 +364,6 @@ public final class EventLoop: @unchecked Sendable {
                 return
             }
         }
-    }
-}
-
-// MARK: - Swift executor
-
-extension EventLoop: SerialExecutor, TaskExecutor {
-    /// Queues a task's job on the loop; jobs and ``execute(_:)`` closures run
-    /// in submission order.
-    public func enqueue(_ job: consuming ExecutorJob) {
-        let unowned = UnownedJob(job)
-        if !submit(.job(unowned)) {
-            // The loop has stopped for good (shutdown): no thread will ever
-            // run its queue, so the task goes on here rather than hang.
-            unowned.runSynchronously(isolatedTo: asUnownedSerialExecutor(), taskExecutor: asUnownedTaskExecutor())
-        }
-    }
-
-    public func asUnownedSerialExecutor() -> UnownedSerialExecutor {
-        UnownedSerialExecutor(ordinary: self)
-    }
-
-    public func asUnownedTaskExecutor() -> UnownedTaskExecutor {
-        UnownedTaskExecutor(ordinary: self)
-    }
-
-    public func checkIsolated() {
-        preconditionInEventLoop()
     }
 }
 

@@ -36,22 +36,6 @@ final class EventLoopTests {
         #expect(EventLoop.current == nil)
     }
 
-    @Test func aTaskPreferringTheLoopRunsOnItAndComesBackAfterASuspension() async {
-        let loop = self.loop
-        let threads = await Task(executorPreference: loop) { () -> [Bool] in
-            let before = loop.inEventLoop
-            // Resumed from another thread: the task must come back to the loop.
-            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-                Task.detached { continuation.resume() }
-            }
-            let after = loop.inEventLoop
-            // The loop's own timer, the thing under test: resuming from it keeps the task on the loop.
-            await loop.timerFired(after: .milliseconds(1))
-            return [before, after, loop.inEventLoop, EventLoop.current === loop]
-        }.value
-        #expect(threads == [true, true, true, true])
-    }
-
     /// Queued work does not hold the loop: a drain runs for its budget,
     /// then the loop polls again (timers and sockets) before the rest, in
     /// the same order.
@@ -82,33 +66,31 @@ final class EventLoopTests {
 
     @Test func aTimerFiresOnceAndACancelledTimerNever() async {
         let loop = self.loop
-        let fired = await Task(executorPreference: loop) { () -> [String] in
-            var log: [String] = []
-            let cancelled = loop.scheduleTimer(after: .milliseconds(1)) { log.append("cancelled") }
-            cancelled.cancel()
-            #expect(!cancelled.isArmed)
-            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-                let timer = loop.scheduleTimer(after: .milliseconds(2)) {
-                    log.append("fired")
-                    continuation.resume()
-                }
+        let fired = await withCheckedContinuation { (done: CheckedContinuation<[String], Never>) in
+            loop.execute {
+                var log: [String] = []
+                let cancelled = loop.scheduleTimer(after: .milliseconds(1)) { log.append("cancelled") }
+                cancelled.cancel()
+                #expect(!cancelled.isArmed)
+                let timer = loop.scheduleTimer(after: .milliseconds(2)) { log.append("fired") }
                 #expect(timer.isArmed)
+                // A later turn, nothing else fires. Not a race: timers fire
+                // in deadline order, so a repeat of the 2 ms timer (at 4 ms)
+                // or the cancelled one would come before this one.
+                _ = loop.scheduleTimer(after: .milliseconds(7)) { done.resume(returning: log) }
             }
-            // A later turn, nothing else fires. Not a race: timers fire in deadline order, so a repeat (4 ms) or the cancelled timer would come first.
-            await loop.timerFired(after: .milliseconds(5))
-            return log
-        }.value
+        }
         #expect(fired == ["fired"])
     }
 
     @Test func aDeadlineAlreadyPastFiresOnTheNextTurn() async {
         let loop = self.loop
-        let fired = await Task(executorPreference: loop) { () -> Bool in
-            await withCheckedContinuation { (continuation: CheckedContinuation<Bool, Never>) in
-                _ = loop.scheduleTimer(at: .now - .seconds(1)) { continuation.resume(returning: true) }
+        let onLoop = await withCheckedContinuation { (fired: CheckedContinuation<Bool, Never>) in
+            loop.execute {
+                _ = loop.scheduleTimer(at: .now - .seconds(1)) { fired.resume(returning: loop.inEventLoop) }
             }
-        }.value
-        #expect(fired)
+        }
+        #expect(onLoop)
     }
 
     @Test func aStoppedLoopRefusesNewWork() throws {
@@ -117,18 +99,5 @@ final class EventLoopTests {
         other.stop()
         other.waitUntilStopped()
         #expect(other.execute {} == false)
-    }
-}
-
-extension EventLoop {
-    /// Returns when a timer of this loop armed for `duration` fires: the
-    /// loop's timers are what these tests check (they fire in deadline
-    /// order, so a later timer's firing proves the earlier ones' turns are
-    /// over). The task must run on this loop (`Task(executorPreference:)`).
-    func timerFired(after duration: Duration) async {
-        preconditionInEventLoop()
-        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            _ = scheduleTimer(after: duration) { continuation.resume() }
-        }
     }
 }

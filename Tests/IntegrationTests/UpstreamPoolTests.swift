@@ -23,6 +23,21 @@ struct UpstreamPoolTests {
         return try? result.get().status
     }
 
+    /// ``fetch(_:on:)`` asked from `loop`'s own thread.
+    static func fetch(_ client: HTTPSClient, onLoop loop: EventLoop) async -> Int? {
+        let result = await withCheckedContinuation { continuation in
+            loop.execute {
+                client.get(
+                    on: loop,
+                    path: "/v1/apps/demo/products?ids=premium_monthly&country=DE",
+                    headers: ["Accept": "application/json"],
+                    leaseDeadline: .now + .seconds(5)
+                ) { continuation.resume(returning: $0) }
+            }
+        }
+        return try? result.get().status
+    }
+
     /// Fetches until the pool keeps a connection idle (one whose answer was
     /// followed by TLS bytes still buffered, such as a session ticket, is
     /// not reused, and closes).
@@ -166,7 +181,8 @@ struct UpstreamPoolTests {
         let loop = group.loops[0]
         let statuses = await withTaskGroup(of: Int?.self) { tasks in
             for _ in 0..<4 {
-                tasks.addTask(executorPreference: loop) { await Self.fetch(client, on: loop) }
+                // Asked from the loop itself, as a call asks.
+                tasks.addTask { await Self.fetch(client, onLoop: loop) }
             }
             return await tasks.reduce(into: [Int?]()) { $0.append($1) }
         }
