@@ -125,7 +125,7 @@ let package = Package(
         // MARK: The shared tier over Redis: keys, entries, messages, leases
         // and their drivers.
         .target(
-            name: "RedisTier",
+            name: "SharedTier",
             dependencies: [
                 "EventTransport", "MonotonicTime", "JSONRPC", "ProductsDomain", "GatewayMetrics", "MemoryTier",
                 .product(name: "Logging", package: "swift-log"),
@@ -138,7 +138,7 @@ let package = Package(
         .target(
             name: "GatewayService",
             dependencies: [
-                "EventTransport", "MonotonicTime", "JSONRPC", "ProductsDomain", "ServiceDescription", "GatewayMetrics", "MemoryTier", "RedisTier", "Tracing",
+                "EventTransport", "MonotonicTime", "JSONRPC", "ProductsDomain", "ServiceDescription", "GatewayMetrics", "MemoryTier", "SharedTier", "Tracing",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -210,7 +210,7 @@ let package = Package(
         // It also reads the input as what Redis may hold (the shared tier's
         // entries and messages), through GatewayService's package API, and
         // as traceparent and tracestate headers.
-        .executableTarget(name: "JSONRPCFuzz", dependencies: ["JSONRPC", "ProductsDomain", "MemoryTier", "RedisTier", "Tracing"], swiftSettings: strictSwift),
+        .executableTarget(name: "JSONRPCFuzz", dependencies: ["JSONRPC", "ProductsDomain", "MemoryTier", "SharedTier", "Tracing"], swiftSettings: strictSwift),
 
         // MARK: Tests.
         // Manual time for tests (a clock that moves when the test says so,
@@ -230,12 +230,12 @@ let package = Package(
         .testTarget(name: "FaultProxyTests", dependencies: ["FaultProxy"], swiftSettings: testSwift),
         .testTarget(name: "GatewayMetricsTests", dependencies: ["GatewayMetrics"], swiftSettings: testSwift),
         .testTarget(name: "MemoryTierTests", dependencies: ["ManualTime", "MonotonicTime", "MemoryTier", "GatewayMetrics", "EventTransport", "ProductsDomain", "JSONRPC"], swiftSettings: testSwift),
-        .testTarget(name: "RedisTierTests", dependencies: ["ManualTime", "MonotonicTime", "RedisTier", "MemoryTier", "GatewayMetrics", "EventTransport", "ProductsDomain", "JSONRPC"], swiftSettings: testSwift),
-        .testTarget(name: "GatewayServiceTests", dependencies: ["ManualTime", "MonotonicTime", "GatewayService", "MemoryTier", "RedisTier", "GatewayMetrics", "ProductsDomain", "JSONRPC", "Tracing"], swiftSettings: testSwift),
+        .testTarget(name: "SharedTierTests", dependencies: ["ManualTime", "MonotonicTime", "SharedTier", "MemoryTier", "GatewayMetrics", "EventTransport", "ProductsDomain", "JSONRPC"], swiftSettings: testSwift),
+        .testTarget(name: "GatewayServiceTests", dependencies: ["ManualTime", "MonotonicTime", "GatewayService", "MemoryTier", "SharedTier", "GatewayMetrics", "ProductsDomain", "JSONRPC", "Tracing"], swiftSettings: testSwift),
         .testTarget(
             name: "IntegrationTests",
             dependencies: [
-                "GatewayService", "MemoryTier", "RedisTier", "GatewayMetrics", "MockUpstream", "EventTransport", "JSONRPC", "ProductsDomain", "ProductsGatewayCLI", "MockUpstreamCLI", "ServiceDescription", "FaultProxy", "Tracing", "EvhttpTestServer", "MonotonicTime",
+                "GatewayService", "MemoryTier", "SharedTier", "GatewayMetrics", "MockUpstream", "EventTransport", "JSONRPC", "ProductsDomain", "ProductsGatewayCLI", "MockUpstreamCLI", "ServiceDescription", "FaultProxy", "Tracing", "EvhttpTestServer", "MonotonicTime",
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
             swiftSettings: testSwift

@@ -1,5 +1,5 @@
 import MemoryTier
-import RedisTier
+import SharedTier
 import JSONRPC
 import ProductsDomain
 

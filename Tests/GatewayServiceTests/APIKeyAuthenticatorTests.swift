@@ -1,7 +1,7 @@
 @testable import GatewayMetrics
 @testable import GatewayService
 @testable import MemoryTier
-@testable import RedisTier
+@testable import SharedTier
 import Testing
 
 /// `Authorization: Bearer <key>` on `/rpc` when API keys are configured.

@@ -6,7 +6,7 @@ import Logging
 @testable import MemoryTier
 import MonotonicTime
 import ProductsDomain
-@testable import RedisTier
+@testable import SharedTier
 import Synchronization
 import Testing
 

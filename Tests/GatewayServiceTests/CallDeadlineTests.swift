@@ -1,7 +1,7 @@
 @testable import GatewayMetrics
 @testable import GatewayService
 @testable import MemoryTier
-@testable import RedisTier
+@testable import SharedTier
 import JSONRPC
 import Testing
 

@@ -1,7 +1,7 @@
 @testable import GatewayMetrics
 @testable import GatewayService
 @testable import MemoryTier
-@testable import RedisTier
+@testable import SharedTier
 import Testing
 
 /// Contract section 1: `/rpc` takes `application/json`, parameters allowed;

@@ -3,7 +3,7 @@ import Logging
 @testable import GatewayMetrics
 @testable import GatewayService
 @testable import MemoryTier
-@testable import RedisTier
+@testable import SharedTier
 import ProductsDomain
 import Testing
 

@@ -4,7 +4,7 @@ import JSONRPC
 @testable import MemoryTier
 import MonotonicTime
 import ProductsDomain
-@testable import RedisTier
+@testable import SharedTier
 import Testing
 
 /// A call's control flow as a table: events in, the next action out. No

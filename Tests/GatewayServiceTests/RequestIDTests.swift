@@ -2,7 +2,7 @@ import Foundation
 @testable import GatewayMetrics
 @testable import GatewayService
 @testable import MemoryTier
-@testable import RedisTier
+@testable import SharedTier
 import Testing
 
 @Suite("RequestID")

@@ -3,7 +3,7 @@
 @testable import MemoryTier
 import MonotonicTime
 import ProductsDomain
-@testable import RedisTier
+@testable import SharedTier
 import Testing
 
 /// `GET {base}/v1/apps/{appId}/products?ids=a,b,c&country=DE`, with the app

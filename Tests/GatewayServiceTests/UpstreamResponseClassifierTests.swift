@@ -2,7 +2,7 @@ import EventTransport
 @testable import GatewayMetrics
 @testable import GatewayService
 @testable import MemoryTier
-@testable import RedisTier
+@testable import SharedTier
 import ProductsDomain
 import Testing
 

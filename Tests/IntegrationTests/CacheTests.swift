@@ -1,7 +1,7 @@
 import Foundation
 @testable import GatewayService
 @testable import MemoryTier
-@testable import RedisTier
+@testable import SharedTier
 import Testing
 
 /// Answers kept for `Cache-Control: max-age=N` capped by

@@ -1,5 +1,5 @@
 import Foundation
-@testable import RedisTier
+@testable import SharedTier
 import Testing
 
 /// The claim script run by a real `redis-server`, one identifier in each

@@ -3,7 +3,7 @@ import EventTransport
 import Logging
 @testable import MemoryTier
 import ProductsDomain
-@testable import RedisTier
+@testable import SharedTier
 import Testing
 
 /// The leases a lookup won, as a `SharedLeasePermit`, against a real

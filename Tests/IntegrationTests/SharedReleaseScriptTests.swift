@@ -1,7 +1,7 @@
 import Foundation
 @testable import GatewayService
 @testable import MemoryTier
-@testable import RedisTier
+@testable import SharedTier
 import Testing
 
 /// The release script run by a real `redis-server` on groups of several

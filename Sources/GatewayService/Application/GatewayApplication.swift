@@ -1,6 +1,6 @@
 public import GatewayMetrics
 import MemoryTier
-import RedisTier
+import SharedTier
 import EventTransport
 #if canImport(FoundationEssentials)
 import FoundationEssentials

@@ -1,7 +1,7 @@
 import EventTransport
 import GatewayMetrics
 import Logging
-import RedisTier
+import SharedTier
 
 extension SharedTier {
     /// The tier of `configuration`, connecting in the background; nil

@@ -2,7 +2,7 @@ import JSONRPC
 import MemoryTier
 import MonotonicTime
 import ProductsDomain
-import RedisTier
+import SharedTier
 import Tracing
 
 /// The control flow of one `products.fetch` call after its memory lookup,

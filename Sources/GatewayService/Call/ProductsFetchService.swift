@@ -5,7 +5,7 @@ import Logging
 public import MemoryTier
 import MonotonicTime
 public import ProductsDomain
-import RedisTier
+import SharedTier
 import Tracing
 
 /// `products.fetch`: validation, region, cache, coalescing, fan-out,

@@ -3,7 +3,7 @@ import GatewayMetrics
 public import Logging
 import MemoryTier
 public import MonotonicTime
-import RedisTier
+import SharedTier
 import Tracing
 
 /// What every JSON-RPC call of one HTTP request shares.

@@ -1,4 +1,4 @@
-import RedisTier
+import SharedTier
 import GatewayMetrics
 import MemoryTier
 import ProductsDomain

@@ -1,4 +1,4 @@
-public import RedisTier
+public import SharedTier
 #if canImport(FoundationEssentials)
 import FoundationEssentials
 #else

@@ -1,6 +1,6 @@
 import GatewayMetrics
 import MemoryTier
-import RedisTier
+import SharedTier
 import EventTransport
 import Logging
 

@@ -4,7 +4,7 @@ import Logging
 public import MemoryTier
 import MonotonicTime
 public import ProductsDomain
-import RedisTier
+import SharedTier
 import Tracing
 
 /// The Onside products API over verified HTTPS (contract section 2), with

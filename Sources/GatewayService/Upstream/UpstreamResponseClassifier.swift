@@ -1,5 +1,5 @@
 import MemoryTier
-import RedisTier
+import SharedTier
 import EventTransport
 import JSONRPC
 import ProductsDomain

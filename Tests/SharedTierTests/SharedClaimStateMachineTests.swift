@@ -2,7 +2,7 @@
 @testable import MemoryTier
 import MonotonicTime
 import ProductsDomain
-@testable import RedisTier
+@testable import SharedTier
 import Testing
 
 /// Coalescing across replicas as a table of events and actions: no Redis,

@@ -1,6 +1,6 @@
 import EventTransport
 import ManualTime
-@testable import RedisTier
+@testable import SharedTier
 import Synchronization
 import Testing
 

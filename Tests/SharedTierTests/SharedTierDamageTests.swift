@@ -1,6 +1,6 @@
 @testable import GatewayMetrics
 @testable import MemoryTier
-@testable import RedisTier
+@testable import SharedTier
 import JSONRPC
 import ProductsDomain
 import Testing
