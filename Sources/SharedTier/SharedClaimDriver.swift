@@ -58,38 +58,38 @@ package final class SharedClaimDriver: SharedLeaseHolder {
 
     /// A driver for `request` on `loop`, adopting `leases` (those the
     /// call's lookup won for its identifiers); made on `loop`.
-    package init(loop: EventLoop, tier: SharedTier, connection: RedisConnection, source: any ProductSource, request: SourceRequest, leases: consuming SharedLeasePermit) {
-        self.loop = loop
-        self.tier = tier
-        self.connection = connection
-        self.source = source
+    package convenience init(loop: EventLoop, tier: SharedTier, connection: RedisConnection, source: any ProductSource, request: SourceRequest, leases: consuming SharedLeasePermit) {
         // The leases come in by the permit only: `request.preclaim` is not
-        // read again.
-        self.scope = request.scope
-        self.identifiers = request.identifiers
+        // read again. Leases the call's lookup took are this fetch's: it
+        // renews, releases and publishes them under the lookup's token.
         let adopted = leases.adopt()
-        // Leases the call's lookup took are this fetch's: it renews,
-        // releases and publishes them under the lookup's token.
-        self.token = adopted?.token ?? tier.makeClaimToken()
+        let token = adopted?.token ?? tier.makeClaimToken()
         if let adopted, adopted.ownsAll(of: request.identifiers) {
-            // The usual miss: nothing to claim or wait for.
-            self.machine = Machine(fetching: request.identifiers, deadline: request.deadline, poll: SharedTier.poll, patience: tier.waitPatience)
-            self.partRequest = nil
+            self.init(loop: loop, tier: tier, connection: connection, source: source, request: request, holdingAllUnder: token)
         } else {
-            self.partRequest = SourceRequest(scope: request.scope, identifiers: [], requestID: request.requestID, deadline: request.deadline, trace: request.trace)
-            self.machine = Machine(
+            let machine = Machine(
                 identifiers: request.identifiers, deadline: request.deadline, poll: SharedTier.poll, patience: tier.waitPatience,
                 won: adopted?.won ?? []
             )
+            let partRequest = SourceRequest(scope: request.scope, identifiers: [], requestID: request.requestID, deadline: request.deadline, trace: request.trace)
+            self.init(loop: loop, tier: tier, connection: connection, source: source, request: request, token: token, machine: machine, partRequest: partRequest)
         }
     }
 
     /// A driver for the usual miss: the call's lookup won the lease of
     /// every identifier of `request`, under `token`, and this driver holds
     /// them from here (no permit is made to hand them over: its copy of the
-    /// lookup's leases showed in the shared-tier miss's profile). Made on
-    /// `loop`.
-    package init(loop: EventLoop, tier: SharedTier, connection: RedisConnection, source: any ProductSource, request: SourceRequest, holdingAllUnder token: String) {
+    /// lookup's leases showed in the shared-tier miss's profile). Nothing
+    /// to claim or wait for. Made on `loop`.
+    package convenience init(loop: EventLoop, tier: SharedTier, connection: RedisConnection, source: any ProductSource, request: SourceRequest, holdingAllUnder token: String) {
+        let machine = Machine(fetching: request.identifiers, deadline: request.deadline, poll: SharedTier.poll, patience: tier.waitPatience)
+        self.init(loop: loop, tier: tier, connection: connection, source: source, request: request, token: token, machine: machine, partRequest: nil)
+    }
+
+    private init(
+        loop: EventLoop, tier: SharedTier, connection: RedisConnection, source: any ProductSource, request: SourceRequest,
+        token: String, machine: consuming Machine, partRequest: SourceRequest?
+    ) {
         self.loop = loop
         self.tier = tier
         self.connection = connection
@@ -97,8 +97,8 @@ package final class SharedClaimDriver: SharedLeaseHolder {
         self.scope = request.scope
         self.identifiers = request.identifiers
         self.token = token
-        self.machine = Machine(fetching: request.identifiers, deadline: request.deadline, poll: SharedTier.poll, patience: tier.waitPatience)
-        self.partRequest = nil
+        self.machine = machine
+        self.partRequest = partRequest
     }
 
     /// Runs the fetch of `request` (the one the driver was made for):

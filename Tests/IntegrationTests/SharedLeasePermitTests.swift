@@ -51,13 +51,26 @@ struct SharedLeasePermitTests {
         String(decoding: tier.keys.entry(scope, identifier), as: UTF8.self)
     }
 
+    /// Leases on `identifiers` under `token`, written as a lookup writes
+    /// them but with no expiry: a lookup's lease lapses after a second,
+    /// which a loaded machine can take between two steps of a test (and a
+    /// lapse would pass for a lease given back). Here only a release
+    /// removes them.
+    static func leases(_ identifiers: [String], token: String, _ tier: SharedTier, _ redis: RedisServer) throws -> SharedPreclaim {
+        for identifier in identifiers {
+            let set = try redis.cli(["SET", entryKey(identifier, tier), String(decoding: SharedLease.value(token: token), as: UTF8.self)])
+            try #require(set == "OK")
+        }
+        return SharedPreclaim(token: token, scope: scope, wonAllOf: identifiers)
+    }
+
     /// A permit nobody adopts or releases gives its leases back when it
     /// goes: the next lookup wins them again.
     @Test func aPermitDroppedUnusedGivesItsLeasesBack() async throws {
         let redis = try await RedisServer.start()
         defer { redis.stop() }
         try await Self.withTier(port: redis.port) { loop, tier in
-            let won = try #require(await Self.lookup(["a", "b"], tier, on: loop))
+            let won = try Self.leases(["a", "b"], token: "permit-test-1", tier, redis)
             #expect(won.wonCount == 2)
             #expect(await Self.run(on: loop) { () -> Bool in
                 let permit = SharedLeasePermit(nil, tier: tier, on: loop)
@@ -83,8 +96,8 @@ struct SharedLeasePermitTests {
         let redis = try await RedisServer.start()
         defer { redis.stop() }
         try await Self.withTier(port: redis.port) { loop, tier in
-            let kept = try #require(await Self.lookup(["kept"], tier, on: loop))
-            let given = try #require(await Self.lookup(["given"], tier, on: loop))
+            let kept = try Self.leases(["kept"], token: "permit-test-2", tier, redis)
+            let given = try Self.leases(["given"], token: "permit-test-3", tier, redis)
             let adopted = await Self.run(on: loop) { SharedLeasePermit(kept, tier: tier, on: loop).adopt() }
             #expect(adopted?.wonIdentifiers == ["kept"])
             #expect(adopted?.token == kept.token)

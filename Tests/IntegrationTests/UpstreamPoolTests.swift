@@ -10,23 +10,11 @@ import Testing
 /// unused, and never left in CLOSE_WAIT.
 @Suite("Upstream pool", .serialized)
 struct UpstreamPoolTests {
-    /// One `GET` of the test upstream's products, on `client`, from `loop`.
-    static func fetch(_ client: HTTPSClient, on loop: EventLoop) async -> Int? {
+    /// One `GET` of the test upstream's products, on `client`, for `loop`;
+    /// `askedFromTheLoop`: asked on `loop`'s thread, as a call asks.
+    static func fetch(_ client: HTTPSClient, on loop: EventLoop, askedFromTheLoop: Bool = false) async -> Int? {
         let result = await withCheckedContinuation { continuation in
-            client.get(
-                on: loop,
-                path: "/v1/apps/demo/products?ids=premium_monthly&country=DE",
-                headers: ["Accept": "application/json"],
-                leaseDeadline: .now + .seconds(5)
-            ) { continuation.resume(returning: $0) }
-        }
-        return try? result.get().status
-    }
-
-    /// ``fetch(_:on:)`` asked from `loop`'s own thread.
-    static func fetch(_ client: HTTPSClient, onLoop loop: EventLoop) async -> Int? {
-        let result = await withCheckedContinuation { continuation in
-            loop.execute {
+            let ask: @Sendable () -> Void = {
                 client.get(
                     on: loop,
                     path: "/v1/apps/demo/products?ids=premium_monthly&country=DE",
@@ -34,6 +22,7 @@ struct UpstreamPoolTests {
                     leaseDeadline: .now + .seconds(5)
                 ) { continuation.resume(returning: $0) }
             }
+            if askedFromTheLoop { loop.execute(ask) } else { ask() }
         }
         return try? result.get().status
     }
@@ -182,7 +171,7 @@ struct UpstreamPoolTests {
         let statuses = await withTaskGroup(of: Int?.self) { tasks in
             for _ in 0..<4 {
                 // Asked from the loop itself, as a call asks.
-                tasks.addTask { await Self.fetch(client, onLoop: loop) }
+                tasks.addTask { await Self.fetch(client, on: loop, askedFromTheLoop: true) }
             }
             return await tasks.reduce(into: [Int?]()) { $0.append($1) }
         }
