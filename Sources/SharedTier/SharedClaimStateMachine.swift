@@ -85,65 +85,17 @@ package struct SharedClaimStateMachine<Page> {
     /// fetches it on its own (`UPSTREAM_TIMEOUT_MS`); nil: it waits until
     /// the deadline.
     private let patience: Duration?
-    /// What only a machine that claims or waits keeps: nil for the usual
-    /// miss, which then makes, copies and destroys one empty optional
-    /// rather than five empty tables.
-    private var table: Table?
-
-    private struct Table {
-        /// When each identifier began to wait (its first wait).
-        var waitingSince: [String: MonotonicInstant] = [:]
-        var status: [String: Status] = [:]
-        /// Outcomes of other replicas that came while the claim round trip
-        /// of their identifiers was under way.
-        var early: [String: Outcome] = [:]
-        var lastClaim: MonotonicInstant?
-        /// Waiting identifiers a "released" message named sooner than
-        /// ``minimumReclaimInterval`` after the last look: the look the
-        /// timer then makes is one after a release.
-        var releasedSinceLook: Set<String> = []
-    }
-
-    private var waitingSince: [String: MonotonicInstant] {
-        get { table?.waitingSince ?? [:] }
-        _modify {
-            if table == nil { table = Table() }
-            yield &table!.waitingSince
-        }
-    }
-
-    private var status: [String: Status] {
-        get { table?.status ?? [:] }
-        _modify {
-            if table == nil { table = Table() }
-            yield &table!.status
-        }
-    }
-
-    private var early: [String: Outcome] {
-        get { table?.early ?? [:] }
-        _modify {
-            if table == nil { table = Table() }
-            yield &table!.early
-        }
-    }
-
-    private var lastClaim: MonotonicInstant? {
-        get { table?.lastClaim }
-        _modify {
-            if table == nil { table = Table() }
-            yield &table!.lastClaim
-        }
-    }
-
-    private var releasedSinceLook: Set<String> {
-        get { table?.releasedSinceLook ?? [] }
-        _modify {
-            if table == nil { table = Table() }
-            yield &table!.releasedSinceLook
-        }
-    }
-
+    /// When each identifier began to wait (its first wait).
+    private var waitingSince: [String: MonotonicInstant] = [:]
+    private var status: [String: Status] = [:]
+    /// Outcomes of other replicas that came while the claim round trip of
+    /// their identifiers was under way.
+    private var early: [String: Outcome] = [:]
+    private var lastClaim: MonotonicInstant?
+    /// Waiting identifiers a "released" message named sooner than
+    /// ``minimumReclaimInterval`` after the last look: the look the timer
+    /// then makes is one after a release.
+    private var releasedSinceLook: Set<String> = []
     private var unresolved: Int
     /// The outcomes that answered the fetch so far, in the order they
     /// came: what the driver answers with at `.finish`.
@@ -175,12 +127,10 @@ package struct SharedClaimStateMachine<Page> {
         self.deadline = deadline
         self.poll = poll
         self.patience = patience
-        var table = Table()
         for identifier in identifiers {
-            table.status[identifier] = won.contains(identifier) ? .fetching(claimed: true) : held.contains(identifier) ? .waiting : .claiming
+            status[identifier] = won.contains(identifier) ? .fetching(claimed: true) : held.contains(identifier) ? .waiting : .claiming
         }
-        self.unresolved = table.status.count
-        self.table = table
+        self.unresolved = status.count
     }
 
     /// Starts at `.fetch`: the call's lookup won the lease of every one of
