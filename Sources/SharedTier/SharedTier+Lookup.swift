@@ -114,6 +114,13 @@ extension SharedTier {
         SharedLease.append(token: token, to: &command)
         command.append(Self.leaseMilliseconds)
         connection.eval(Self.lookupScript, command) { [self] reply in
+            if case .success(.integer(0)) = reply {
+                // The usual miss: every key was free, every lease is ours.
+                for index in batch.indices {
+                    batch[index].completion(Lookup(entries: [], claims: SharedPreclaim(token: token, scope: batch[index].scope, wonAllOf: batch[index].identifiers)))
+                }
+                return
+            }
             guard case .success(.array(let values)) = reply, values.count == keyCount else {
                 // The script may have run, whatever came back: leases
                 // nobody adopts are given back. (A failure drops the

@@ -123,6 +123,9 @@ extension SharedTier {
         // LeakSanitizer at exit).
         connection.eval(Self.releaseScript, command) { result in
             switch result {
+            case .success(.integer(0)):
+                // No group had a waiter: nothing to publish.
+                break
             case .success(.array(let flags)) where flags.count == groups.count:
                 for (group, flag) in zip(groups, flags) {
                     switch flag {

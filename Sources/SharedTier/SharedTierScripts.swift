@@ -15,16 +15,23 @@ extension SharedTier {
     /// `QUEUED`, then `EXEC`'s), each of which the gateway reads and hiredis
     /// tracks. `pcall`: a key of another type is an error in its place (the
     /// claim script takes it over), not the whole lookup's.
+    ///
+    /// When every key was written (the usual miss: no entry, no lease, no
+    /// key asked twice), the reply is the integer 0 instead of an array of
+    /// nils: one reply object to read and free, not one per key.
     package static let lookupScript = RedisScript("""
-        local found, first = {}, {}
+        local found, first, all = {}, {}, true
         for i, key in ipairs(KEYS) do
           if first[key] then
             found[i] = first[key]
+            all = false
           else
             first[key] = i
             found[i] = redis.pcall('SET', key, ARGV[1], 'NX', 'PX', ARGV[2], 'GET')
+            if found[i] then all = false end
           end
         end
+        if all then return 0 end
         return found
         """)
 
@@ -44,7 +51,8 @@ extension SharedTier {
     /// claims its token still holds (a claim that lapsed and was taken over
     /// is not its to release): it deletes them and their wait flags. The
     /// reply has one integer per group: 1 when any of its flags was there
-    /// (publish), else 0.
+    /// (publish), else 0; or, when no group has a flag (the usual case: no
+    /// replica waits), the integer 0 alone.
     ///
     /// Nothing is held once the fetch has ended: a call that comes after
     /// it finds the identifier free and fetches at once, and a replica
@@ -89,7 +97,7 @@ extension SharedTier {
         -- Every group's claims and wait flags in two reads, whatever the
         -- number of groups; what goes is deleted in one command at the end.
         local claims, flags = mget(claimKeys), mget(flagKeys)
-        local gone, result = {}, {}
+        local gone, result, any = {}, {}, false
         for g = 1, #groups do
           local group, waited = groups[g], 0
           for i = 1, group.n do
@@ -109,10 +117,12 @@ extension SharedTier {
             end
           end
           result[g] = waited
+          if waited == 1 then any = true end
         end
         for s = 1, #gone, 1000 do
           redis.call('DEL', unpack(gone, s, math.min(s + 999, #gone)))
         end
+        if not any then return 0 end
         return result
         """)
 

@@ -74,4 +74,19 @@ struct SharedReleaseScriptTests {
         #expect(try redis.cli("GET", "p:m3") == "OGC1other")
         #expect(try redis.cli("EXISTS", "w:m3") == "1")
     }
+
+    /// The usual release (no replica waited for any group) is answered by
+    /// the integer 0 alone, not one 0 per group; its claims go all the same.
+    @Test func groupsNobodyWaitedForAreAnsweredByZero() async throws {
+        let redis = try await RedisServer.start()
+        defer { redis.stop() }
+        let script = String(decoding: SharedTier.releaseScript.body, as: UTF8.self)
+        try redis.cli("SET", "p:n1", "OGC1t6", "PX", "60000")
+        try redis.cli("SET", "p:n2", "OGC1t7", "PX", "60000")
+        try redis.cli("SET", "c:n3", "t8", "PX", "60000")
+        let keys = ["p:n1", "w:n1", "p:n2", "w:n2", "c:n3", "w:n3"]
+        let arguments = ["OGC1t6", "1", "0", "p", "OGC1t7", "1", "0", "p", "t8", "1", "0", "c"]
+        #expect(try redis.cli(["EVAL", script, String(keys.count)] + keys + arguments) == "0")
+        #expect(try redis.cli("EXISTS", "p:n1", "p:n2", "c:n3") == "0")
+    }
 }
